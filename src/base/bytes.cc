@@ -1,0 +1,146 @@
+#include "base/bytes.h"
+
+#include <cstdio>
+
+namespace weft {
+
+void PutBigEndian64(std::string* out, uint64_t v) {
+  char buf[8];
+  for (int i = 7; i >= 0; --i) {
+    buf[i] = static_cast<char>(v & 0xff);
+    v >>= 8;
+  }
+  out->append(buf, 8);
+}
+
+void PutBigEndian32(std::string* out, uint32_t v) {
+  char buf[4];
+  for (int i = 3; i >= 0; --i) {
+    buf[i] = static_cast<char>(v & 0xff);
+    v >>= 8;
+  }
+  out->append(buf, 4);
+}
+
+uint64_t GetBigEndian64(const void* p) {
+  const auto* b = static_cast<const uint8_t*>(p);
+  uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v = (v << 8) | b[i];
+  return v;
+}
+
+uint32_t GetBigEndian32(const void* p) {
+  const auto* b = static_cast<const uint8_t*>(p);
+  uint32_t v = 0;
+  for (int i = 0; i < 4; ++i) v = (v << 8) | b[i];
+  return v;
+}
+
+void PutVarint64(std::string* out, uint64_t v) {
+  while (v >= 0x80) {
+    out->push_back(static_cast<char>((v & 0x7f) | 0x80));
+    v >>= 7;
+  }
+  out->push_back(static_cast<char>(v));
+}
+
+void PutLengthPrefixed(std::string* out, std::string_view s) {
+  PutVarint64(out, s.size());
+  out->append(s);
+}
+
+std::string ToHex(ByteSpan bytes) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out;
+  out.resize(bytes.size() * 2);
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    out[2 * i] = kDigits[bytes[i] >> 4];
+    out[2 * i + 1] = kDigits[bytes[i] & 0xf];
+  }
+  return out;
+}
+
+static int HexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+std::optional<std::string> FromHex(std::string_view hex) {
+  if (hex.size() % 2 != 0) return std::nullopt;
+  std::string out(hex.size() / 2, '\0');
+  for (size_t i = 0; i < out.size(); ++i) {
+    int hi = HexValue(hex[2 * i]);
+    int lo = HexValue(hex[2 * i + 1]);
+    if (hi < 0 || lo < 0) return std::nullopt;
+    out[i] = static_cast<char>((hi << 4) | lo);
+  }
+  return out;
+}
+
+bool ByteReader::GetVarint64(uint64_t* v) {
+  uint64_t result = 0;
+  for (int shift = 0; shift <= 63; shift += 7) {
+    if (pos_ >= data_.size()) return false;
+    auto byte = static_cast<uint8_t>(data_[pos_++]);
+    result |= static_cast<uint64_t>(byte & 0x7f) << shift;
+    if ((byte & 0x80) == 0) {
+      *v = result;
+      return true;
+    }
+  }
+  return false;
+}
+
+bool ByteReader::GetBigEndian64(uint64_t* v) {
+  if (remaining() < 8) return false;
+  *v = weft::GetBigEndian64(data_.data() + pos_);
+  pos_ += 8;
+  return true;
+}
+
+bool ByteReader::GetBigEndian32(uint32_t* v) {
+  if (remaining() < 4) return false;
+  *v = weft::GetBigEndian32(data_.data() + pos_);
+  pos_ += 4;
+  return true;
+}
+
+bool ByteReader::GetByte(uint8_t* v) {
+  if (remaining() < 1) return false;
+  *v = static_cast<uint8_t>(data_[pos_++]);
+  return true;
+}
+
+bool ByteReader::GetBytes(size_t n, std::string_view* v) {
+  if (remaining() < n) return false;
+  *v = data_.substr(pos_, n);
+  pos_ += n;
+  return true;
+}
+
+bool ByteReader::GetLengthPrefixed(std::string_view* v) {
+  uint64_t n = 0;
+  if (!GetVarint64(&n) || n > remaining()) return false;
+  return GetBytes(static_cast<size_t>(n), v);
+}
+
+std::string HumanBytes(uint64_t bytes) {
+  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  double v = static_cast<double>(bytes);
+  int unit = 0;
+  while (v >= 1024.0 && unit < 5) {
+    v /= 1024.0;
+    ++unit;
+  }
+  char buf[32];
+  if (unit == 0) {
+    std::snprintf(buf, sizeof(buf), "%llu B", static_cast<unsigned long long>(bytes));
+  } else {
+    std::snprintf(buf, sizeof(buf), "%.1f %s", v, kUnits[unit]);
+  }
+  return buf;
+}
+
+}  // namespace weft

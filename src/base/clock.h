@@ -1,0 +1,35 @@
+// Clock: the injected source of wall time, so tests can drive time instead of sleeping.
+// SystemClock is thread-safe; FakeClock is thread-safe (atomic) and only moves when told.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+namespace weft {
+
+class Clock {
+ public:
+  virtual ~Clock() = default;
+  // Nanoseconds since the Unix epoch.
+  virtual int64_t NowNanos() const = 0;
+};
+
+class SystemClock final : public Clock {
+ public:
+  int64_t NowNanos() const override;
+  // A process-wide instance; never destroyed.
+  static SystemClock* Default();
+};
+
+class FakeClock final : public Clock {
+ public:
+  explicit FakeClock(int64_t start_nanos = 1'700'000'000'000'000'000) : now_(start_nanos) {}
+  int64_t NowNanos() const override { return now_.load(); }
+  void AdvanceNanos(int64_t d) { now_ += d; }
+  void SetNanos(int64_t t) { now_ = t; }
+
+ private:
+  std::atomic<int64_t> now_;
+};
+
+}  // namespace weft

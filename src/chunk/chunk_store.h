@@ -1,0 +1,65 @@
+// ChunkStore: content-addressed storage of immutable chunks keyed by ChunkId.
+// Implementations: PackChunkStore (pack files on a FileSystem) and MemChunkStore (the fake).
+// All methods are thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "base/bytes.h"
+#include "base/status.h"
+#include "chunk/chunk_id.h"
+
+namespace weft {
+
+struct ChunkStoreStats {
+  uint64_t chunks = 0;        // distinct chunks stored
+  uint64_t raw_bytes = 0;     // sum of their plaintext sizes
+  uint64_t stored_bytes = 0;  // sum of their sizes as stored (after compression)
+  uint64_t pack_files = 0;
+  uint64_t pack_bytes = 0;    // bytes on disk in pack files, garbage included
+};
+
+struct SweepStats {
+  uint64_t chunks_removed = 0;
+  uint64_t bytes_reclaimed = 0;  // pack bytes freed on disk
+  uint64_t packs_rewritten = 0;
+  uint64_t packs_deleted = 0;
+};
+
+// One finding of Verify(): what is wrong and where ("pack 7 offset 1234: hash mismatch").
+struct ChunkProblem {
+  std::string where;
+  Status status;
+};
+
+class ChunkStore {
+ public:
+  virtual ~ChunkStore() = default;
+
+  // Stores `data` whose SHA-256 is `id` (the caller hashed it). A chunk already present is not
+  // stored again. Returns true if the chunk was new. Not durable until Flush().
+  virtual Result<bool> Put(const ChunkId& id, ByteSpan data) = 0;
+
+  // Makes every chunk Put so far durable: after OK, a crash cannot lose them.
+  virtual Status Flush() = 0;
+
+  virtual bool Contains(const ChunkId& id) = 0;
+
+  // The chunk's plaintext, verified against `id`; Corruption (naming the pack) if the stored
+  // bytes do not hash to `id`; NotFound if absent.
+  virtual Result<std::string> Get(const ChunkId& id) = 0;
+
+  // Removes every chunk for which `is_live` is false and reclaims the space (pack compaction).
+  // Never removes a chunk for which `is_live` is true.
+  virtual Result<SweepStats> Sweep(const std::function<bool(const ChunkId&)>& is_live) = 0;
+
+  // Reads and verifies every stored chunk; appends what is wrong to `problems`.
+  virtual Status Verify(std::vector<ChunkProblem>* problems) = 0;
+
+  virtual ChunkStoreStats Stats() = 0;
+};
+
+}  // namespace weft

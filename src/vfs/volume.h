@@ -1,0 +1,220 @@
+// Volume: the namespace-and-data API every front end calls (CLI, S3, REST, FUSE, NFS, SFTP).
+// LocalVolume implements it over a KvStore and a ChunkStore (the hub's engine); later a
+// PortalVolume implements it at a spoke. Paths are absolute, '/'-separated and validated here
+// (see path.h). Reads may name a snapshot, either with ReadOptions::snapshot or with the path
+// form "/.weft/snapshots/<name>/...". Every call carries a RequestContext so an authorising
+// decorator can check and audit it without changing this API. Implementations are thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/bytes.h"
+#include "base/status.h"
+
+namespace weft {
+
+// Who is asking, through which protocol, from which site.
+struct RequestContext {
+  std::string principal = "root";
+  std::string protocol = "cli";
+  std::string site = "local";
+  uint32_t uid = 0;
+  uint32_t gid = 0;
+};
+
+enum class FileType : uint8_t { kFile = 1, kDirectory = 2, kSymlink = 3 };
+
+struct FileInfo {
+  std::string path;        // as resolved (snapshot form for snapshot reads)
+  uint64_t inode = 0;
+  FileType type = FileType::kFile;
+  uint32_t mode = 0;       // permission bits only (07777)
+  uint32_t uid = 0;
+  uint32_t gid = 0;
+  uint64_t size = 0;
+  int64_t mtime_ns = 0;
+  int64_t ctime_ns = 0;
+  std::string etag;        // hex MD5 of the content (files only)
+  std::string version_id;  // identifies this content version (files only)
+  uint64_t chunks = 0;     // number of chunks in the manifest (files only)
+  std::string symlink_target;
+};
+
+struct DirEntry {
+  std::string name;
+  FileType type = FileType::kFile;
+  uint64_t inode = 0;
+  std::optional<FileInfo> info;  // filled when ReadDirOptions::with_info
+};
+
+struct ReadOptions {
+  // Read as of this snapshot instead of the live namespace.
+  std::optional<std::string> snapshot;
+};
+
+struct ReadDirOptions {
+  std::optional<std::string> snapshot;
+  std::string start_after;  // return names strictly greater than this
+  uint32_t limit = 1000;    // at most this many entries (1..100000)
+  bool with_info = false;
+};
+
+struct ReadDirPage {
+  std::vector<DirEntry> entries;  // sorted by name (bytewise)
+  bool truncated = false;         // more entries follow the last one
+};
+
+struct WriteOptions {
+  uint32_t mode = 0644;
+  // Commit only if the current version of the path has this version id ("" = must not exist).
+  std::optional<std::string> if_version;
+  // Create missing parent directories (mode 0755) at commit.
+  bool create_parents = false;
+  // Set the file's mtime instead of "now".
+  std::optional<int64_t> mtime_ns;
+};
+
+// Streams a new version of one file. Nothing is visible until Commit() returns OK; Abort() or
+// destruction without Commit() leaves the namespace unchanged. Not thread-safe.
+class FileWriter {
+ public:
+  virtual ~FileWriter() = default;
+  virtual Status Write(ByteSpan data) = 0;
+  // Makes the new version durable and visible atomically; returns its info.
+  virtual Result<FileInfo> Commit() = 0;
+  virtual void Abort() = 0;
+  virtual uint64_t bytes_written() const = 0;
+};
+
+// Reads one version of one file, fixed at open: a concurrent overwrite never tears what it
+// reads. Thread-safe.
+class FileReader {
+ public:
+  virtual ~FileReader() = default;
+  virtual const FileInfo& info() const = 0;
+  // Reads up to `length` bytes at `offset` (fewer at end of file; empty at or past it).
+  virtual Result<std::string> ReadAt(uint64_t offset, uint64_t length) = 0;
+};
+
+struct SetAttrRequest {
+  std::optional<uint32_t> mode;
+  std::optional<uint32_t> uid;
+  std::optional<uint32_t> gid;
+  std::optional<int64_t> mtime_ns;
+};
+
+struct SnapshotInfo {
+  std::string name;
+  std::string path;       // the subtree it covers ("/" for everything)
+  uint64_t sequence = 0;  // the commit sequence it names
+  int64_t created_ns = 0;
+};
+
+struct VersionInfo {
+  std::string version_id;
+  uint64_t size = 0;
+  std::string etag;
+  int64_t mtime_ns = 0;
+  uint64_t sequence = 0;
+  bool is_current = false;
+  bool is_delete_marker = false;  // the path was removed at this sequence
+};
+
+// One entry of the ordered change feed.
+struct Change {
+  uint64_t sequence = 0;
+  int64_t time_ns = 0;
+  std::string op;    // "write", "mkdir", "rename", "unlink", "rmdir", "setattr", "symlink", ...
+  std::string path;
+  std::string path2;  // rename target
+  std::string principal;
+};
+
+struct UsageInfo {
+  uint64_t files = 0;
+  uint64_t directories = 0;
+  uint64_t logical_bytes = 0;    // sum of live file sizes
+  uint64_t referenced_bytes = 0; // sum of sizes of all retained versions (live + history)
+  uint64_t unique_bytes = 0;     // distinct chunk bytes before compression
+  uint64_t stored_bytes = 0;     // distinct chunk bytes after compression
+  uint64_t pack_bytes = 0;       // bytes of pack files on disk (incl. garbage)
+  uint64_t metadata_bytes = 0;   // approximate metadata store size
+};
+
+struct GcOptions {
+  // Non-current versions not held by a snapshot are kept this long after they stop being
+  // current (0 = drop them now).
+  int64_t keep_noncurrent_ns = 24LL * 3600 * 1'000'000'000;
+};
+
+struct GcReport {
+  uint64_t versions_pruned = 0;
+  uint64_t chunks_removed = 0;
+  uint64_t bytes_reclaimed = 0;
+  uint64_t packs_rewritten = 0;
+};
+
+struct FsckReport {
+  uint64_t files_checked = 0;
+  uint64_t chunks_checked = 0;
+  std::vector<std::string> problems;  // empty = clean
+};
+
+class Volume {
+ public:
+  virtual ~Volume() = default;
+
+  virtual Result<FileInfo> Stat(const RequestContext& ctx, const std::string& path,
+                                const ReadOptions& opts = {}) = 0;
+  virtual Result<ReadDirPage> ReadDir(const RequestContext& ctx, const std::string& path,
+                                      const ReadDirOptions& opts = {}) = 0;
+
+  virtual Result<std::unique_ptr<FileReader>> OpenReader(const RequestContext& ctx,
+                                                         const std::string& path,
+                                                         const ReadOptions& opts = {}) = 0;
+  // Opens a reader on a specific version from ListVersions (also a non-current one).
+  virtual Result<std::unique_ptr<FileReader>> OpenVersion(const RequestContext& ctx,
+                                                          const std::string& path,
+                                                          const std::string& version_id) = 0;
+
+  // Starts a new version of `path` (created if missing; its parent must exist unless
+  // opts.create_parents).
+  virtual Result<std::unique_ptr<FileWriter>> OpenWriter(const RequestContext& ctx,
+                                                         const std::string& path,
+                                                         const WriteOptions& opts = {}) = 0;
+
+  virtual Result<FileInfo> Mkdir(const RequestContext& ctx, const std::string& path,
+                                 uint32_t mode = 0755, bool parents = false) = 0;
+  virtual Result<FileInfo> Symlink(const RequestContext& ctx, const std::string& path,
+                                   const std::string& target) = 0;
+  // Atomically moves `from` to `to`, replacing a file (or an empty directory) at `to`.
+  virtual Status Rename(const RequestContext& ctx, const std::string& from,
+                        const std::string& to) = 0;
+  virtual Status Unlink(const RequestContext& ctx, const std::string& path) = 0;
+  virtual Status Rmdir(const RequestContext& ctx, const std::string& path) = 0;
+  virtual Result<FileInfo> SetAttr(const RequestContext& ctx, const std::string& path,
+                                   const SetAttrRequest& req) = 0;
+
+  virtual Result<SnapshotInfo> CreateSnapshot(const RequestContext& ctx, const std::string& name,
+                                              const std::string& path = "/") = 0;
+  virtual Result<std::vector<SnapshotInfo>> ListSnapshots(const RequestContext& ctx) = 0;
+  virtual Status DeleteSnapshot(const RequestContext& ctx, const std::string& name) = 0;
+
+  // Versions of the file at `path`, newest first, including non-current ones still retained.
+  virtual Result<std::vector<VersionInfo>> ListVersions(const RequestContext& ctx,
+                                                        const std::string& path) = 0;
+
+  // Changes with sequence > `after`, oldest first, at most `limit`.
+  virtual Result<std::vector<Change>> ReadChanges(const RequestContext& ctx, uint64_t after,
+                                                  uint32_t limit) = 0;
+
+  virtual Result<UsageInfo> Usage(const RequestContext& ctx) = 0;
+  virtual Result<GcReport> CollectGarbage(const RequestContext& ctx, const GcOptions& opts) = 0;
+  virtual Result<FsckReport> Fsck(const RequestContext& ctx) = 0;
+};
+
+}  // namespace weft

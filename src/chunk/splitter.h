@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <string>
 
@@ -52,22 +53,30 @@ class StreamSplitter {
   uint64_t bytes_written() const { return total_; }
 
  private:
-  // (implementation detail members are up to the implementation)
+  enum class TarState : uint8_t { kUnknown, kActive, kOff };
+
+  // Emits every chunk whose end is already decided; at_eof decides the rest.
   Status Drain(bool at_eof);
-  uint64_t NextForcedCut() const;  // absolute stream offset of the next tar boundary, or max
-  void ObserveTarHeaders();
+  // Parses each tar header whose 512 bytes are buffered and queues its forced cuts.
+  void ObserveTarHeaders(bool at_eof);
+  uint64_t emitted() const { return buf_start_ + pos_; }
 
   Chunker chunker_;
   ChunkerOptions options_;
   std::function<Status(ByteSpan)> sink_;
-  std::string buf_;            // bytes not yet emitted
-  uint64_t buf_start_ = 0;     // absolute stream offset of buf_[0]
+  // buf_[pos_..] is not yet emitted; buf_[0] is stream offset buf_start_. Holds at most
+  // capacity_ bytes (2 * max_size + one tar header), which bounds the splitter's memory.
+  std::string buf_;
+  size_t pos_ = 0;
+  uint64_t buf_start_ = 0;
+  size_t capacity_;
   uint64_t total_ = 0;
-  // Tar tracking: absolute offset of the next member header we expect, or UINT64_MAX when the
-  // stream is not (or no longer) a tar archive.
+  // Tar tracking. next_tar_header_ is the stream offset of the next header not yet parsed
+  // (meaningful while kActive); forced_cuts_ holds known boundaries past emitted(), ascending.
+  TarState tar_state_;
   uint64_t next_tar_header_ = 0;
-  uint64_t pending_cut_ = UINT64_MAX;  // member data start after a header
-  bool tar_checked_ = false;
+  std::deque<uint64_t> forced_cuts_;
+  Status error_;  // first sink error; sticky
   bool finished_ = false;
 };
 

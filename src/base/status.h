@@ -15,21 +15,22 @@ namespace weft {
 
 enum class StatusCode {
   kOk = 0,
-  kInvalidArgument,    // the caller's input is malformed (bad path, bad range)
-  kNotFound,           // the named thing does not exist
-  kAlreadyExists,      // create of something that exists
-  kNotADirectory,      // a path component is a file
-  kIsADirectory,       // file operation on a directory
-  kNotEmpty,           // rmdir of a non-empty directory
-  kPermissionDenied,   // authorisation refused
-  kFailedPrecondition, // a condition (if-match, read-only snapshot) does not hold
-  kAborted,            // a conflicting concurrent change won; retry may succeed
-  kOutOfRange,         // read past end, bad offset
-  kResourceExhausted,  // disk full, quota
-  kCorruption,         // stored bytes fail verification
-  kIoError,            // the operating system refused an I/O call
-  kUnavailable,        // a peer or service cannot be reached now
-  kInternal,           // a bug: an invariant did not hold
+  kInvalidArgument,     // the caller's input is malformed (bad path, bad range)
+  kNotFound,            // the named thing does not exist
+  kAlreadyExists,       // create of something that exists
+  kNotADirectory,       // a path component is a file
+  kIsADirectory,        // file operation on a directory
+  kNotEmpty,            // rmdir of a non-empty directory
+  kPermissionDenied,    // authorisation refused
+  kFailedPrecondition,  // a condition (if-match, version check) does not hold
+  kReadOnly,            // a mutation of something immutable (a snapshot)
+  kAborted,             // a conflicting concurrent change won; retry may succeed
+  kOutOfRange,          // read past end, bad offset
+  kResourceExhausted,   // disk full, quota
+  kCorruption,          // stored bytes fail verification
+  kIoError,             // the operating system refused an I/O call
+  kUnavailable,         // a peer or service cannot be reached now
+  kInternal,            // a bug: an invariant did not hold
   kUnimplemented,
 };
 
@@ -59,29 +60,60 @@ class [[nodiscard]] Status {
   std::string message_;
 };
 
-inline Status OkStatus() { return Status(); }
-inline Status InvalidArgument(std::string m) { return {StatusCode::kInvalidArgument, std::move(m)}; }
-inline Status NotFound(std::string m) { return {StatusCode::kNotFound, std::move(m)}; }
-inline Status AlreadyExists(std::string m) { return {StatusCode::kAlreadyExists, std::move(m)}; }
-inline Status NotADirectory(std::string m) { return {StatusCode::kNotADirectory, std::move(m)}; }
-inline Status IsADirectory(std::string m) { return {StatusCode::kIsADirectory, std::move(m)}; }
-inline Status NotEmpty(std::string m) { return {StatusCode::kNotEmpty, std::move(m)}; }
+inline Status OkStatus() {
+  return Status();
+}
+inline Status InvalidArgument(std::string m) {
+  return {StatusCode::kInvalidArgument, std::move(m)};
+}
+inline Status NotFound(std::string m) {
+  return {StatusCode::kNotFound, std::move(m)};
+}
+inline Status AlreadyExists(std::string m) {
+  return {StatusCode::kAlreadyExists, std::move(m)};
+}
+inline Status NotADirectory(std::string m) {
+  return {StatusCode::kNotADirectory, std::move(m)};
+}
+inline Status IsADirectory(std::string m) {
+  return {StatusCode::kIsADirectory, std::move(m)};
+}
+inline Status NotEmpty(std::string m) {
+  return {StatusCode::kNotEmpty, std::move(m)};
+}
 inline Status PermissionDenied(std::string m) {
   return {StatusCode::kPermissionDenied, std::move(m)};
 }
 inline Status FailedPrecondition(std::string m) {
   return {StatusCode::kFailedPrecondition, std::move(m)};
 }
-inline Status Aborted(std::string m) { return {StatusCode::kAborted, std::move(m)}; }
-inline Status OutOfRange(std::string m) { return {StatusCode::kOutOfRange, std::move(m)}; }
+inline Status ReadOnly(std::string m) {
+  return {StatusCode::kReadOnly, std::move(m)};
+}
+inline Status Aborted(std::string m) {
+  return {StatusCode::kAborted, std::move(m)};
+}
+inline Status OutOfRange(std::string m) {
+  return {StatusCode::kOutOfRange, std::move(m)};
+}
 inline Status ResourceExhausted(std::string m) {
   return {StatusCode::kResourceExhausted, std::move(m)};
 }
-inline Status Corruption(std::string m) { return {StatusCode::kCorruption, std::move(m)}; }
-inline Status IoError(std::string m) { return {StatusCode::kIoError, std::move(m)}; }
-inline Status Unavailable(std::string m) { return {StatusCode::kUnavailable, std::move(m)}; }
-inline Status Internal(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
-inline Status Unimplemented(std::string m) { return {StatusCode::kUnimplemented, std::move(m)}; }
+inline Status Corruption(std::string m) {
+  return {StatusCode::kCorruption, std::move(m)};
+}
+inline Status IoError(std::string m) {
+  return {StatusCode::kIoError, std::move(m)};
+}
+inline Status Unavailable(std::string m) {
+  return {StatusCode::kUnavailable, std::move(m)};
+}
+inline Status Internal(std::string m) {
+  return {StatusCode::kInternal, std::move(m)};
+}
+inline Status Unimplemented(std::string m) {
+  return {StatusCode::kUnimplemented, std::move(m)};
+}
 
 // Maps an errno value from a failed system call to a Status (ENOSPC -> ResourceExhausted, ...).
 Status ErrnoToStatus(int err, std::string_view context);
@@ -125,9 +157,9 @@ class [[nodiscard]] Result {
 #define WEFT_CONCAT_(a, b) WEFT_CONCAT_INNER_(a, b)
 
 // Returns the Status from the enclosing function if `expr` is not OK.
-#define WEFT_RETURN_IF_ERROR(expr)            \
-  do {                                        \
-    ::weft::Status weft_status_ = (expr);     \
+#define WEFT_RETURN_IF_ERROR(expr)               \
+  do {                                           \
+    ::weft::Status weft_status_ = (expr);        \
     if (!weft_status_.ok()) return weft_status_; \
   } while (0)
 

@@ -29,10 +29,10 @@ struct RequestContext {
 enum class FileType : uint8_t { kFile = 1, kDirectory = 2, kSymlink = 3 };
 
 struct FileInfo {
-  std::string path;        // as resolved (snapshot form for snapshot reads)
+  std::string path;  // as resolved (snapshot form for snapshot reads)
   uint64_t inode = 0;
   FileType type = FileType::kFile;
-  uint32_t mode = 0;       // permission bits only (07777)
+  uint32_t mode = 0;  // permission bits only (07777)
   uint32_t uid = 0;
   uint32_t gid = 0;
   uint64_t size = 0;
@@ -128,7 +128,7 @@ struct VersionInfo {
 struct Change {
   uint64_t sequence = 0;
   int64_t time_ns = 0;
-  std::string op;    // "write", "mkdir", "rename", "unlink", "rmdir", "setattr", "symlink", ...
+  std::string op;  // "write", "mkdir", "rename", "unlink", "rmdir", "setattr", "symlink", ...
   std::string path;
   std::string path2;  // rename target
   std::string principal;
@@ -137,12 +137,12 @@ struct Change {
 struct UsageInfo {
   uint64_t files = 0;
   uint64_t directories = 0;
-  uint64_t logical_bytes = 0;    // sum of live file sizes
-  uint64_t referenced_bytes = 0; // sum of sizes of all retained versions (live + history)
-  uint64_t unique_bytes = 0;     // distinct chunk bytes before compression
-  uint64_t stored_bytes = 0;     // distinct chunk bytes after compression
-  uint64_t pack_bytes = 0;       // bytes of pack files on disk (incl. garbage)
-  uint64_t metadata_bytes = 0;   // approximate metadata store size
+  uint64_t logical_bytes = 0;     // sum of live file sizes
+  uint64_t referenced_bytes = 0;  // sum of sizes of all retained versions (live + history)
+  uint64_t unique_bytes = 0;      // distinct chunk bytes before compression
+  uint64_t stored_bytes = 0;      // distinct chunk bytes after compression
+  uint64_t pack_bytes = 0;        // bytes of pack files on disk (incl. garbage)
+  uint64_t metadata_bytes = 0;    // approximate metadata store size
 };
 
 struct GcOptions {

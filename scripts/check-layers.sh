@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Rejects an #include that points up the layer stack of DESIGN.md §2 (one-way dependencies),
+# and (with --format) any C++ file clang-format would change. Exit 1 with the offending lines.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# module -> modules it may include (itself is always allowed).
+declare -A allowed=(
+  [base]=""
+  [io]="base"
+  [chunk]="base io"
+  [meta]="base io"
+  [vfs]="base io chunk meta"
+  [cli]="base io chunk meta vfs"
+)
+
+bad=0
+for module in "${!allowed[@]}"; do
+  [ -d "src/$module" ] || continue
+  while IFS= read -r line; do
+    file=${line%%:*}
+    target=$(sed -E 's/.*#include "([a-z_]+)\/.*/\1/' <<<"$line")
+    [ "$target" = "$module" ] && continue
+    if [[ " ${allowed[$module]} " != *" $target "* ]]; then
+      echo "layering: $line  ($module may not include $target)"
+      bad=1
+    fi
+  done < <(grep -rnE '^#include "[a-z_]+/' "src/$module" || true)
+done
+
+if [ "${1:-}" = "--format" ] && command -v clang-format >/dev/null; then
+  while IFS= read -r f; do
+    if ! clang-format --dry-run -Werror "$f" >/dev/null 2>&1; then
+      echo "format: clang-format would change $f"
+      bad=1
+    fi
+  done < <(git ls-files 'src/*.cc' 'src/*.h' 'bench/*.cc' 'tests/*.cc')
+fi
+exit $bad

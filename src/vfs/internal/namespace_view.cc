@@ -1,0 +1,182 @@
+#include "vfs/internal/namespace_view.h"
+
+#include <algorithm>
+
+namespace weft {
+
+using schema::Dirent;
+using schema::Inode;
+
+namespace {
+
+bool HasPrefix(std::string_view s, std::string_view prefix) {
+  return s.size() >= prefix.size() && s.compare(0, prefix.size(), prefix) == 0;
+}
+
+// For a history table: the record of the key whose history starts with `prefix` that was
+// current at `seq`, if any. Records sort by end sequence, so it is the first with end > seq.
+template <typename T, typename Decode>
+Result<std::optional<T>> HistoryAt(KvReader* reader, const std::string& prefix, uint64_t seq,
+                                   Decode decode) {
+  std::string seek = prefix;
+  PutBigEndian64(&seek, seq + 1);
+  auto it = reader->NewIterator();
+  it->Seek(seek);
+  if (!it->Valid()) {
+    WEFT_RETURN_IF_ERROR(it->status());
+    return std::optional<T>();
+  }
+  if (!HasPrefix(it->key(), prefix)) return std::optional<T>();
+  WEFT_ASSIGN_OR_RETURN(auto h, decode(it->value()));
+  if (h.seq_begin > seq) return std::optional<T>();
+  return std::optional<T>(h.value);
+}
+
+}  // namespace
+
+Result<std::optional<Dirent>> NamespaceView::GetDirent(uint64_t parent, std::string_view name) {
+  WEFT_ASSIGN_OR_RETURN(auto v, reader_->Get(schema::DirentKey(parent, name)));
+  if (v) {
+    WEFT_ASSIGN_OR_RETURN(auto cur, schema::DecodeDirent(*v));
+    if (live() || cur.seq_begin <= seq_) return std::optional<Dirent>(cur.value);
+  }
+  if (live()) return std::optional<Dirent>();
+  return HistoryAt<Dirent>(reader_, schema::DirentHistoryNamePrefix(parent, name), seq_,
+                           schema::DecodeDirentHistory);
+}
+
+Result<std::optional<Inode>> NamespaceView::GetInode(uint64_t ino) {
+  WEFT_ASSIGN_OR_RETURN(auto v, reader_->Get(schema::InodeKey(ino)));
+  if (v) {
+    WEFT_ASSIGN_OR_RETURN(auto cur, schema::DecodeInode(*v));
+    if (live() || cur.seq_begin <= seq_) return std::optional<Inode>(cur.value);
+  }
+  if (live()) return std::optional<Inode>();
+  return HistoryAt<Inode>(reader_, schema::InodeHistoryPrefix(ino), seq_,
+                          schema::DecodeInodeHistory);
+}
+
+Result<schema::Manifest> NamespaceView::GetManifest(uint64_t ino, uint64_t content_seq) {
+  WEFT_ASSIGN_OR_RETURN(auto v, reader_->Get(schema::ManifestKey(ino, content_seq)));
+  if (!v) {
+    return NotFound("content version " + schema::MakeVersionId(ino, content_seq) +
+                    " is no longer retained");
+  }
+  return schema::DecodeManifest(*v);
+}
+
+Result<NamespaceView::Resolved> NamespaceView::Resolve(const std::vector<std::string>& segments,
+                                                       const std::string& display) {
+  Resolved r;
+  r.ino = schema::kRootInode;
+  WEFT_ASSIGN_OR_RETURN(auto root, GetInode(r.ino));
+  if (!root) return Corruption("the root directory inode is missing");
+  r.inode = *root;
+  for (size_t i = 0; i < segments.size(); ++i) {
+    if (r.inode.type != FileType::kDirectory) {
+      return NotADirectory(display + ": a path component is not a directory");
+    }
+    WEFT_ASSIGN_OR_RETURN(auto d, GetDirent(r.ino, segments[i]));
+    if (!d) return NotFound(display + ": no such file or directory");
+    WEFT_ASSIGN_OR_RETURN(auto inode, GetInode(d->ino));
+    if (!inode) return Corruption(display + ": directory entry points to missing inode");
+    r.ino = d->ino;
+    r.inode = *inode;
+  }
+  return r;
+}
+
+Result<ReadDirPage> NamespaceView::List(uint64_t dir, const std::string& dir_path,
+                                        const ReadDirOptions& opts) {
+  // Candidates from current records (valid at seq) and, for old sequences, from history
+  // records; for one name at most one record is valid at a given sequence.
+  std::vector<std::pair<std::string, Dirent>> found;
+  const size_t want = static_cast<size_t>(opts.limit) + 1;  // one extra reveals truncation
+  const std::string prefix = schema::DirentPrefix(dir);
+  {
+    auto it = reader_->NewIterator();
+    it->Seek(opts.start_after.empty() ? prefix : prefix + opts.start_after + '\0');
+    for (; it->Valid() && HasPrefix(it->key(), prefix); it->Next()) {
+      std::string_view name = it->key().substr(prefix.size());
+      WEFT_ASSIGN_OR_RETURN(auto cur, schema::DecodeDirent(it->value()));
+      if (!live() && cur.seq_begin > seq_) continue;
+      found.emplace_back(std::string(name), cur.value);
+      if (found.size() >= want) break;
+    }
+    WEFT_RETURN_IF_ERROR(it->status());
+  }
+  if (!live()) {
+    const std::string hprefix = schema::DirentHistoryPrefix(dir);
+    auto it = reader_->NewIterator();
+    it->Seek(opts.start_after.empty() ? hprefix : hprefix + opts.start_after + '\x01');
+    size_t from_history = 0;
+    while (it->Valid() && HasPrefix(it->key(), hprefix) && from_history < want) {
+      std::string_view rest = it->key().substr(hprefix.size());
+      size_t nul = rest.find('\0');
+      if (nul == std::string_view::npos) return Corruption("malformed history key");
+      std::string name(rest.substr(0, nul));
+      std::optional<Dirent> valid;
+      for (; it->Valid() && HasPrefix(it->key(), hprefix) &&
+             it->key().substr(hprefix.size(), nul + 1) == std::string_view(name + '\0');
+           it->Next()) {
+        if (valid) continue;
+        WEFT_ASSIGN_OR_RETURN(auto h, schema::DecodeDirentHistory(it->value()));
+        if (h.seq_begin <= seq_ && seq_ < h.seq_end) valid = h.value;
+      }
+      if (valid) {
+        found.emplace_back(std::move(name), *valid);
+        ++from_history;
+      }
+    }
+    WEFT_RETURN_IF_ERROR(it->status());
+    std::sort(found.begin(), found.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
+  }
+  ReadDirPage page;
+  for (auto& [name, d] : found) {
+    if (page.entries.size() == opts.limit) {
+      page.truncated = true;
+      break;
+    }
+    DirEntry e;
+    e.name = name;
+    e.type = d.type;
+    e.inode = d.ino;
+    if (opts.with_info) {
+      WEFT_ASSIGN_OR_RETURN(auto inode, GetInode(d.ino));
+      if (!inode) return Corruption(ChildPath(dir_path, name) + ": entry points to missing inode");
+      e.info = MakeFileInfo(ChildPath(dir_path, name), d.ino, *inode);
+    }
+    page.entries.push_back(std::move(e));
+  }
+  return page;
+}
+
+FileInfo MakeFileInfo(const std::string& path, uint64_t ino, const Inode& inode) {
+  FileInfo f;
+  f.path = path;
+  f.inode = ino;
+  f.type = inode.type;
+  f.mode = inode.mode;
+  f.uid = inode.uid;
+  f.gid = inode.gid;
+  f.size = inode.size;
+  f.mtime_ns = inode.mtime_ns;
+  f.ctime_ns = inode.ctime_ns;
+  f.symlink_target = inode.symlink_target;
+  if (inode.type == FileType::kFile) {
+    f.etag = inode.etag;
+    f.version_id = schema::MakeVersionId(ino, inode.content_seq);
+    f.chunks = inode.chunks;
+  }
+  return f;
+}
+
+std::string ChildPath(const std::string& dir, std::string_view name) {
+  std::string out = dir;
+  if (out.empty() || out.back() != '/') out += '/';
+  out += name;
+  return out;
+}
+
+}  // namespace weft

@@ -1,0 +1,1244 @@
+#include "vfs/local_volume.h"
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+#include <set>
+#include <shared_mutex>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "chunk/pack_chunk_store.h"
+#include "vfs/internal/namespace_view.h"
+#include "vfs/internal/schema.h"
+#include "vfs/path.h"
+
+namespace weft {
+namespace {
+
+using schema::ChunkRef;
+using schema::Dirent;
+using schema::Inode;
+using schema::Manifest;
+
+// Reads through the writes a transaction has staged, so later steps of one mutation (mkdir -p,
+// then create) see earlier ones.
+class TxnReader {
+ public:
+  explicit TxnReader(KvStore* kv) : kv_(kv) {}
+
+  Result<std::optional<std::string>> Get(const std::string& key) {
+    auto it = staged_.find(key);
+    if (it != staged_.end()) return it->second;
+    return kv_->Get(key);
+  }
+  void Put(const std::string& key, std::string value) {
+    staged_[key] = value;
+    batch_.Put(key, value);
+  }
+  void Delete(const std::string& key) {
+    staged_[key] = std::nullopt;
+    batch_.Delete(key);
+  }
+  const WriteBatch& batch() const { return batch_; }
+
+ private:
+  KvStore* kv_;
+  std::map<std::string, std::optional<std::string>> staged_;
+  WriteBatch batch_;
+};
+
+bool IsUnderSnapshotsDir(const std::vector<std::string>& segments) {
+  return !segments.empty() && segments[0] == kWeftDirName;
+}
+
+}  // namespace
+
+class LocalVolume;
+
+// One mutation: staged records at sequence `seq`, applied by LocalVolume::Apply.
+struct Txn {
+  Txn(KvStore* kv, uint64_t s, int64_t now, uint64_t next)
+      : reader(kv), seq(s), now_ns(now), next_ino(next) {}
+
+  TxnReader reader;
+  uint64_t seq;
+  int64_t now_ns;
+  uint64_t next_ino;
+
+  Result<std::optional<schema::Current<Dirent>>> GetDirent(uint64_t parent, std::string_view name) {
+    WEFT_ASSIGN_OR_RETURN(auto v, reader.Get(schema::DirentKey(parent, name)));
+    if (!v) return std::optional<schema::Current<Dirent>>();
+    WEFT_ASSIGN_OR_RETURN(auto d, schema::DecodeDirent(*v));
+    return std::optional<schema::Current<Dirent>>(d);
+  }
+  Result<schema::Current<Inode>> GetInode(uint64_t ino) {
+    WEFT_ASSIGN_OR_RETURN(auto v, reader.Get(schema::InodeKey(ino)));
+    if (!v) return Corruption("inode " + std::to_string(ino) + " is missing");
+    return schema::DecodeInode(*v);
+  }
+
+  // Replaces (or creates) the current dirent, moving the old one to history.
+  Status PutDirent(uint64_t parent, std::string_view name, const Dirent& d) {
+    WEFT_RETURN_IF_ERROR(RetireDirent(parent, name));
+    reader.Put(schema::DirentKey(parent, name), schema::EncodeDirent(seq, d));
+    return OkStatus();
+  }
+  Status DeleteDirent(uint64_t parent, std::string_view name) {
+    WEFT_RETURN_IF_ERROR(RetireDirent(parent, name));
+    reader.Delete(schema::DirentKey(parent, name));
+    return OkStatus();
+  }
+  Status PutInode(uint64_t ino, const Inode& i) {
+    WEFT_RETURN_IF_ERROR(RetireInode(ino));
+    reader.Put(schema::InodeKey(ino), schema::EncodeInode(seq, i));
+    return OkStatus();
+  }
+  Status DeleteInode(uint64_t ino) {
+    WEFT_RETURN_IF_ERROR(RetireInode(ino));
+    reader.Delete(schema::InodeKey(ino));
+    return OkStatus();
+  }
+  uint64_t AllocateInode() { return next_ino++; }
+
+ private:
+  // A value made current earlier in this same transaction has an empty interval: no history.
+  Status RetireDirent(uint64_t parent, std::string_view name) {
+    WEFT_ASSIGN_OR_RETURN(auto old, GetDirent(parent, name));
+    if (!old || old->seq_begin == seq) return OkStatus();
+    schema::History<Dirent> h{old->seq_begin, seq, now_ns, old->value};
+    reader.Put(schema::DirentHistoryKey(parent, name, seq), schema::EncodeDirentHistory(h));
+    return OkStatus();
+  }
+  Status RetireInode(uint64_t ino) {
+    WEFT_ASSIGN_OR_RETURN(auto v, reader.Get(schema::InodeKey(ino)));
+    if (!v) return OkStatus();
+    WEFT_ASSIGN_OR_RETURN(auto old, schema::DecodeInode(*v));
+    if (old.seq_begin == seq) return OkStatus();
+    schema::History<Inode> h{old.seq_begin, seq, now_ns, old.value};
+    reader.Put(schema::InodeHistoryKey(ino, seq), schema::EncodeInodeHistory(h));
+    return OkStatus();
+  }
+};
+
+class LocalVolume final : public Volume {
+ public:
+  LocalVolume(std::shared_ptr<KvStore> kv, std::shared_ptr<ChunkStore> chunks,
+              const LocalVolumeOptions& options)
+      : kv_(std::move(kv)), chunks_(std::move(chunks)), options_(options) {}
+
+  Status Init();
+
+  Result<FileInfo> Stat(const RequestContext& ctx, const std::string& path,
+                        const ReadOptions& opts) override;
+  Result<ReadDirPage> ReadDir(const RequestContext& ctx, const std::string& path,
+                              const ReadDirOptions& opts) override;
+  Result<std::unique_ptr<FileReader>> OpenReader(const RequestContext& ctx, const std::string& path,
+                                                 const ReadOptions& opts) override;
+  Result<std::unique_ptr<FileReader>> OpenVersion(const RequestContext& ctx,
+                                                  const std::string& path,
+                                                  const std::string& version_id) override;
+  Result<std::unique_ptr<FileWriter>> OpenWriter(const RequestContext& ctx, const std::string& path,
+                                                 const WriteOptions& opts) override;
+  Result<FileInfo> Mkdir(const RequestContext& ctx, const std::string& path, uint32_t mode,
+                         bool parents) override;
+  Result<FileInfo> Symlink(const RequestContext& ctx, const std::string& path,
+                           const std::string& target) override;
+  Status Rename(const RequestContext& ctx, const std::string& from, const std::string& to) override;
+  Status Unlink(const RequestContext& ctx, const std::string& path) override;
+  Status Rmdir(const RequestContext& ctx, const std::string& path) override;
+  Result<FileInfo> SetAttr(const RequestContext& ctx, const std::string& path,
+                           const SetAttrRequest& req) override;
+  Result<SnapshotInfo> CreateSnapshot(const RequestContext& ctx, const std::string& name,
+                                      const std::string& path) override;
+  Result<std::vector<SnapshotInfo>> ListSnapshots(const RequestContext& ctx) override;
+  Status DeleteSnapshot(const RequestContext& ctx, const std::string& name) override;
+  Result<std::vector<VersionInfo>> ListVersions(const RequestContext& ctx,
+                                                const std::string& path) override;
+  Result<std::vector<Change>> ReadChanges(const RequestContext& ctx, uint64_t after,
+                                          uint32_t limit) override;
+  Result<UsageInfo> Usage(const RequestContext& ctx) override;
+  Result<GcReport> CollectGarbage(const RequestContext& ctx, const GcOptions& opts) override;
+  Result<FsckReport> Fsck(const RequestContext& ctx) override;
+
+  // Used by LocalFileWriter.
+  const ChunkerOptions& chunker_options() const { return options_.chunker; }
+  Status PutChunk(const ChunkId& id, ByteSpan data);
+  void ReleaseChunks(const std::vector<ChunkRef>& chunks);
+  Status FlushChunks() { return chunks_->Flush(); }
+  Status CheckWritable(const std::string& path, const WriteOptions& opts);
+  Result<FileInfo> CommitFile(const RequestContext& ctx, const std::string& path,
+                              const WriteOptions& opts, Manifest manifest);
+  ChunkStore* chunk_store() { return chunks_.get(); }
+
+ private:
+  // Parses a read path, resolving the snapshot forms, into a view and segments.
+  struct ReadTarget {
+    std::unique_ptr<KvReader> snapshot;  // keeps the KV view alive
+    std::unique_ptr<NamespaceView> view;
+    std::vector<std::string> segments;  // inside the view
+    std::string display;                // the path as the caller named it
+    VirtualDir virtual_dir = VirtualDir::kNone;
+  };
+  Result<ReadTarget> ParseReadTarget(const std::string& path,
+                                     const std::optional<std::string>& snapshot);
+  Result<SnapshotInfo> FindSnapshot(KvReader* reader, const std::string& name);
+
+  // Runs `body` as one transaction under the commit lock and applies it durably.
+  template <typename Body>
+  Status Mutate(const RequestContext& ctx, std::string op, std::string path, std::string path2,
+                Body body);
+  Result<uint64_t> ResolveDirForWrite(Txn* txn, const std::vector<std::string>& segments,
+                                      bool create_parents, const RequestContext& ctx);
+  Result<FileInfo> InfoOfLive(const std::string& path);
+
+  std::shared_ptr<KvStore> kv_;
+  std::shared_ptr<ChunkStore> chunks_;
+  LocalVolumeOptions options_;
+
+  std::mutex commit_mu_;   // serialises mutations
+  uint64_t seq_ = 0;       // GUARDED_BY(commit_mu_): last committed sequence
+  uint64_t next_ino_ = 0;  // GUARDED_BY(commit_mu_)
+
+  // Chunks written by FileWriters that have not committed yet; garbage collection treats them
+  // as live. Writers hold gc_mu_ shared while they put a chunk; GC holds it exclusively.
+  std::shared_mutex gc_mu_;
+  std::mutex pending_mu_;
+  std::unordered_map<ChunkId, int, ChunkIdHash> pending_;  // GUARDED_BY(pending_mu_)
+};
+
+}  // namespace weft
+
+namespace weft {
+namespace {
+
+using schema::ChunkRef;
+using schema::Dirent;
+using schema::Inode;
+using schema::Manifest;
+
+constexpr uint64_t kWeftRootIno = UINT64_MAX - 1;
+constexpr uint64_t kSnapshotsRootIno = UINT64_MAX - 2;
+
+bool HasPrefix(std::string_view s, std::string_view prefix) {
+  return s.size() >= prefix.size() && s.compare(0, prefix.size(), prefix) == 0;
+}
+
+// Calls fn(key, value) for every key starting with `prefix`, stopping at the first error.
+template <typename Fn>
+Status ForEachWithPrefix(KvReader* reader, const std::string& prefix, Fn fn) {
+  auto it = reader->NewIterator();
+  for (it->Seek(prefix); it->Valid() && HasPrefix(it->key(), prefix); it->Next()) {
+    WEFT_RETURN_IF_ERROR(fn(it->key(), it->value()));
+  }
+  return it->status();
+}
+
+Status RejectReserved(const std::vector<std::string>& segments, const std::string& path) {
+  if (!segments.empty() && segments[0] == kWeftDirName) {
+    return ReadOnly(path + ": /.weft holds read-only snapshots");
+  }
+  return OkStatus();
+}
+
+FileInfo VirtualDirInfo(const std::string& path, uint64_t ino) {
+  FileInfo f;
+  f.path = path;
+  f.inode = ino;
+  f.type = FileType::kDirectory;
+  f.mode = 0555;
+  return f;
+}
+
+// Reads one fixed version of a file. Keeps the most recently used chunk so sequential reads in
+// small pieces fetch each chunk once.
+class LocalFileReader final : public FileReader {
+ public:
+  LocalFileReader(ChunkStore* chunks, FileInfo info, Manifest manifest)
+      : chunks_(chunks), info_(std::move(info)), manifest_(std::move(manifest)) {
+    offsets_.reserve(manifest_.chunks.size() + 1);
+    uint64_t off = 0;
+    for (const ChunkRef& c : manifest_.chunks) {
+      offsets_.push_back(off);
+      off += c.length;
+    }
+    offsets_.push_back(off);
+  }
+
+  const FileInfo& info() const override { return info_; }
+
+  Result<std::string> ReadAt(uint64_t offset, uint64_t length) override {
+    std::string out;
+    if (offset >= manifest_.size || length == 0) return out;
+    length = std::min<uint64_t>(length, manifest_.size - offset);
+    out.reserve(length);
+    // The chunk containing `offset`: the last one starting at or before it.
+    size_t idx = std::upper_bound(offsets_.begin(), offsets_.end(), offset) - offsets_.begin() - 1;
+    while (out.size() < length && idx < manifest_.chunks.size()) {
+      WEFT_ASSIGN_OR_RETURN(std::shared_ptr<const std::string> data, LoadChunk(idx));
+      if (data->size() != manifest_.chunks[idx].length) {
+        return Corruption(info_.path + ": chunk " + manifest_.chunks[idx].id.ShortHex() +
+                          " has the wrong length");
+      }
+      uint64_t in_chunk = offset + out.size() - offsets_[idx];
+      uint64_t n = std::min<uint64_t>(data->size() - in_chunk, length - out.size());
+      out.append(*data, in_chunk, n);
+      ++idx;
+    }
+    return out;
+  }
+
+ private:
+  Result<std::shared_ptr<const std::string>> LoadChunk(size_t idx) {
+    {
+      std::lock_guard lock(mu_);
+      if (cached_ && cached_idx_ == idx) return cached_;
+    }
+    Result<std::string> data = chunks_->Get(manifest_.chunks[idx].id);
+    if (!data.ok()) return data.status().WithContext(info_.path);
+    auto shared = std::make_shared<const std::string>(std::move(data).value());
+    std::lock_guard lock(mu_);
+    cached_ = shared;
+    cached_idx_ = idx;
+    return shared;
+  }
+
+  ChunkStore* chunks_;
+  FileInfo info_;
+  Manifest manifest_;
+  std::vector<uint64_t> offsets_;  // offsets_[i] = start of chunk i; last = size
+  std::mutex mu_;
+  std::shared_ptr<const std::string> cached_;  // GUARDED_BY(mu_)
+  size_t cached_idx_ = 0;                      // GUARDED_BY(mu_)
+};
+
+}  // namespace
+
+// Streams one file into chunks; commits through LocalVolume::CommitFile.
+class LocalFileWriter final : public FileWriter {
+ public:
+  LocalFileWriter(LocalVolume* volume, RequestContext ctx, std::string path, WriteOptions opts)
+      : volume_(volume),
+        ctx_(std::move(ctx)),
+        path_(std::move(path)),
+        opts_(std::move(opts)),
+        splitter_(volume->chunker_options(), [this](ByteSpan chunk) { return OnChunk(chunk); }) {}
+
+  ~LocalFileWriter() override { Abort(); }
+
+  Status Write(ByteSpan data) override {
+    if (done_) return FailedPrecondition(path_ + ": writer already committed or aborted");
+    md5_.Update(data);
+    Status s = splitter_.Write(data);
+    if (!s.ok()) Abort();
+    return s;
+  }
+
+  Result<FileInfo> Commit() override {
+    if (done_) return FailedPrecondition(path_ + ": writer already committed or aborted");
+    Status s = splitter_.Finish();
+    // Chunks must be durable before the manifest that names them.
+    if (s.ok()) s = volume_->FlushChunks();
+    if (!s.ok()) {
+      Abort();
+      return s;
+    }
+    manifest_.size = splitter_.bytes_written();
+    auto digest = md5_.Finish();
+    manifest_.etag = ToHex(ByteSpan(digest.data(), digest.size()));
+    Result<FileInfo> info = volume_->CommitFile(ctx_, path_, opts_, manifest_);
+    Abort();  // releases the pending chunk references either way
+    return info;
+  }
+
+  void Abort() override {
+    if (done_) return;
+    done_ = true;
+    volume_->ReleaseChunks(manifest_.chunks);
+  }
+
+  uint64_t bytes_written() const override { return splitter_.bytes_written(); }
+
+ private:
+  Status OnChunk(ByteSpan chunk) {
+    ChunkId id = ChunkId::Of(chunk);
+    // Recorded before the put so that Abort releases it even if the put fails half way.
+    manifest_.chunks.push_back({id, static_cast<uint32_t>(chunk.size())});
+    return volume_->PutChunk(id, chunk);
+  }
+
+  LocalVolume* volume_;
+  RequestContext ctx_;
+  std::string path_;
+  WriteOptions opts_;
+  StreamSplitter splitter_;
+  Md5Hasher md5_;
+  Manifest manifest_;
+  bool done_ = false;
+};
+
+Status LocalVolume::Init() {
+  WEFT_ASSIGN_OR_RETURN(auto format, kv_->Get(schema::SystemKey("format")));
+  if (format) {
+    if (schema::DecodeU64(*format) != schema::kFormatVersion) {
+      return FailedPrecondition("metadata format version " +
+                                std::to_string(schema::DecodeU64(*format)) +
+                                " is not supported by this weft (expects " +
+                                std::to_string(schema::kFormatVersion) + ")");
+    }
+    WEFT_ASSIGN_OR_RETURN(auto seq, kv_->Get(schema::SystemKey("seq")));
+    WEFT_ASSIGN_OR_RETURN(auto ino, kv_->Get(schema::SystemKey("next_ino")));
+    if (!seq || !ino) return Corruption("metadata store lacks its sequence counters");
+    seq_ = schema::DecodeU64(*seq);
+    next_ino_ = schema::DecodeU64(*ino);
+    return OkStatus();
+  }
+  // A new volume: the root directory at sequence 1.
+  int64_t now = options_.clock->NowNanos();
+  Inode root;
+  root.type = FileType::kDirectory;
+  root.mode = 0755;
+  root.mtime_ns = root.ctime_ns = now;
+  WriteBatch batch;
+  batch.Put(schema::InodeKey(schema::kRootInode), schema::EncodeInode(1, root));
+  batch.Put(schema::SystemKey("seq"), schema::EncodeU64(1));
+  batch.Put(schema::SystemKey("next_ino"), schema::EncodeU64(schema::kRootInode + 1));
+  batch.Put(schema::SystemKey("format"), schema::EncodeU64(schema::kFormatVersion));
+  WEFT_RETURN_IF_ERROR(kv_->Write(batch));
+  seq_ = 1;
+  next_ino_ = schema::kRootInode + 1;
+  return OkStatus();
+}
+
+Result<SnapshotInfo> LocalVolume::FindSnapshot(KvReader* reader, const std::string& name) {
+  WEFT_RETURN_IF_ERROR(ValidateName(name).WithContext("snapshot name"));
+  WEFT_ASSIGN_OR_RETURN(auto v, reader->Get(schema::SnapshotKey(name)));
+  if (!v) return NotFound("snapshot '" + name + "' does not exist");
+  return schema::DecodeSnapshot(name, *v);
+}
+
+Result<LocalVolume::ReadTarget> LocalVolume::ParseReadTarget(
+    const std::string& path, const std::optional<std::string>& snapshot) {
+  WEFT_ASSIGN_OR_RETURN(std::vector<std::string> segments, SplitPath(path));
+  ReadTarget t;
+  t.display = JoinPath(segments);
+  t.snapshot = kv_->NewSnapshot();
+  uint64_t seq = NamespaceView::kLive;
+  if (IsUnderSnapshotsDir(segments)) {
+    if (snapshot) return InvalidArgument(path + ": a /.weft path already names a snapshot");
+    if (segments.size() == 1) {
+      t.virtual_dir = VirtualDir::kWeftRoot;
+    } else if (segments[1] != kSnapshotsDirName) {
+      return NotFound(path + ": no such file or directory");
+    } else if (segments.size() == 2) {
+      t.virtual_dir = VirtualDir::kSnapshotsRoot;
+    } else {
+      WEFT_ASSIGN_OR_RETURN(SnapshotInfo snap, FindSnapshot(t.snapshot.get(), segments[2]));
+      seq = snap.sequence;
+      WEFT_ASSIGN_OR_RETURN(t.segments, SplitPath(snap.path));
+      t.segments.insert(t.segments.end(), segments.begin() + 3, segments.end());
+    }
+  } else if (snapshot) {
+    WEFT_ASSIGN_OR_RETURN(SnapshotInfo snap, FindSnapshot(t.snapshot.get(), *snapshot));
+    seq = snap.sequence;
+    WEFT_ASSIGN_OR_RETURN(std::vector<std::string> base, SplitPath(snap.path));
+    if (segments.size() < base.size() || !std::equal(base.begin(), base.end(), segments.begin())) {
+      return NotFound(path + ": outside snapshot '" + *snapshot + "', which covers " + snap.path);
+    }
+    t.segments = std::move(segments);
+  } else {
+    t.segments = std::move(segments);
+  }
+  t.view = std::make_unique<NamespaceView>(t.snapshot.get(), seq);
+  return t;
+}
+
+Result<FileInfo> LocalVolume::Stat(const RequestContext&, const std::string& path,
+                                   const ReadOptions& opts) {
+  WEFT_ASSIGN_OR_RETURN(ReadTarget t, ParseReadTarget(path, opts.snapshot));
+  if (t.virtual_dir == VirtualDir::kWeftRoot) return VirtualDirInfo(t.display, kWeftRootIno);
+  if (t.virtual_dir == VirtualDir::kSnapshotsRoot) {
+    return VirtualDirInfo(t.display, kSnapshotsRootIno);
+  }
+  WEFT_ASSIGN_OR_RETURN(auto r, t.view->Resolve(t.segments, t.display));
+  return MakeFileInfo(t.display, r.ino, r.inode);
+}
+
+Result<ReadDirPage> LocalVolume::ReadDir(const RequestContext& ctx, const std::string& path,
+                                         const ReadDirOptions& opts) {
+  if (opts.limit == 0 || opts.limit > 100000) {
+    return InvalidArgument("readdir limit must be between 1 and 100000");
+  }
+  WEFT_ASSIGN_OR_RETURN(ReadTarget t, ParseReadTarget(path, opts.snapshot));
+  ReadDirPage page;
+  if (t.virtual_dir == VirtualDir::kWeftRoot) {
+    if (opts.start_after < kSnapshotsDirName) {
+      DirEntry e{kSnapshotsDirName, FileType::kDirectory, kSnapshotsRootIno, std::nullopt};
+      if (opts.with_info) e.info = VirtualDirInfo(ChildPath(t.display, e.name), e.inode);
+      page.entries.push_back(std::move(e));
+    }
+    return page;
+  }
+  if (t.virtual_dir == VirtualDir::kSnapshotsRoot) {
+    WEFT_ASSIGN_OR_RETURN(auto snaps, ListSnapshots(ctx));
+    for (const SnapshotInfo& s : snaps) {
+      if (s.name <= opts.start_after && !opts.start_after.empty()) continue;
+      if (page.entries.size() == opts.limit) {
+        page.truncated = true;
+        break;
+      }
+      std::string child = ChildPath(t.display, s.name);
+      WEFT_ASSIGN_OR_RETURN(FileInfo info, Stat(ctx, child, {}));
+      DirEntry e{s.name, FileType::kDirectory, info.inode, std::nullopt};
+      if (opts.with_info) e.info = info;
+      page.entries.push_back(std::move(e));
+    }
+    return page;
+  }
+  WEFT_ASSIGN_OR_RETURN(auto r, t.view->Resolve(t.segments, t.display));
+  if (r.inode.type != FileType::kDirectory) {
+    return NotADirectory(t.display + ": not a directory");
+  }
+  return t.view->List(r.ino, t.display, opts);
+}
+
+Result<std::unique_ptr<FileReader>> LocalVolume::OpenReader(const RequestContext&,
+                                                            const std::string& path,
+                                                            const ReadOptions& opts) {
+  WEFT_ASSIGN_OR_RETURN(ReadTarget t, ParseReadTarget(path, opts.snapshot));
+  if (t.virtual_dir != VirtualDir::kNone) return IsADirectory(t.display + ": is a directory");
+  WEFT_ASSIGN_OR_RETURN(auto r, t.view->Resolve(t.segments, t.display));
+  if (r.inode.type == FileType::kDirectory) return IsADirectory(t.display + ": is a directory");
+  if (r.inode.type != FileType::kFile) {
+    return InvalidArgument(t.display + ": is a symbolic link, not a file");
+  }
+  WEFT_ASSIGN_OR_RETURN(Manifest m, t.view->GetManifest(r.ino, r.inode.content_seq));
+  return std::unique_ptr<FileReader>(
+      new LocalFileReader(chunks_.get(), MakeFileInfo(t.display, r.ino, r.inode), std::move(m)));
+}
+
+Result<std::unique_ptr<FileReader>> LocalVolume::OpenVersion(const RequestContext& ctx,
+                                                             const std::string& path,
+                                                             const std::string& version_id) {
+  uint64_t ino = 0, content_seq = 0;
+  if (!schema::ParseVersionId(version_id, &ino, &content_seq)) {
+    return InvalidArgument("'" + version_id + "' is not a version id");
+  }
+  // The version must belong to this path: authorisation is decided on the path.
+  WEFT_ASSIGN_OR_RETURN(auto versions, ListVersions(ctx, path));
+  auto it = std::find_if(versions.begin(), versions.end(), [&](const VersionInfo& v) {
+    return v.version_id == version_id && !v.is_delete_marker;
+  });
+  if (it == versions.end()) {
+    return NotFound(path + ": no version " + version_id);
+  }
+  auto snap = kv_->NewSnapshot();
+  NamespaceView view(snap.get(), NamespaceView::kLive);
+  WEFT_ASSIGN_OR_RETURN(Manifest m, view.GetManifest(ino, content_seq));
+  FileInfo info;
+  info.path = path;
+  info.inode = ino;
+  info.type = FileType::kFile;
+  info.size = m.size;
+  info.etag = m.etag;
+  info.mtime_ns = m.mtime_ns;
+  info.version_id = version_id;
+  info.chunks = m.chunks.size();
+  return std::unique_ptr<FileReader>(new LocalFileReader(chunks_.get(), info, std::move(m)));
+}
+
+Status LocalVolume::CheckWritable(const std::string& path, const WriteOptions& opts) {
+  WEFT_ASSIGN_OR_RETURN(ParentAndName pn, SplitParent(path));
+  WEFT_ASSIGN_OR_RETURN(std::vector<std::string> segments, SplitPath(path));
+  WEFT_RETURN_IF_ERROR(RejectReserved(segments, path));
+  auto snap = kv_->NewSnapshot();
+  NamespaceView view(snap.get(), NamespaceView::kLive);
+  // Fail early on the common mistakes; CommitFile checks again under the lock.
+  auto parent = view.Resolve(pn.parent, JoinPath(pn.parent));
+  if (!parent.ok()) {
+    if (parent.status().code() == StatusCode::kNotFound && opts.create_parents) return OkStatus();
+    return parent.status().WithContext(path);
+  }
+  if (parent->inode.type != FileType::kDirectory) {
+    return NotADirectory(path + ": parent is not a directory");
+  }
+  WEFT_ASSIGN_OR_RETURN(auto d, view.GetDirent(parent->ino, pn.name));
+  if (d && d->type == FileType::kDirectory) return IsADirectory(path + ": is a directory");
+  return OkStatus();
+}
+
+Result<std::unique_ptr<FileWriter>> LocalVolume::OpenWriter(const RequestContext& ctx,
+                                                            const std::string& path,
+                                                            const WriteOptions& opts) {
+  WEFT_RETURN_IF_ERROR(CheckWritable(path, opts));
+  WEFT_ASSIGN_OR_RETURN(std::vector<std::string> segments, SplitPath(path));
+  return std::unique_ptr<FileWriter>(new LocalFileWriter(this, ctx, JoinPath(segments), opts));
+}
+
+Status LocalVolume::PutChunk(const ChunkId& id, ByteSpan data) {
+  std::shared_lock gc_lock(gc_mu_);
+  {
+    std::lock_guard lock(pending_mu_);
+    ++pending_[id];
+  }
+  return chunks_->Put(id, data).status();
+}
+
+void LocalVolume::ReleaseChunks(const std::vector<ChunkRef>& chunks) {
+  std::lock_guard lock(pending_mu_);
+  for (const ChunkRef& c : chunks) {
+    auto it = pending_.find(c.id);
+    if (it != pending_.end() && --it->second == 0) pending_.erase(it);
+  }
+}
+
+template <typename Body>
+Status LocalVolume::Mutate(const RequestContext& ctx, std::string op, std::string path,
+                           std::string path2, Body body) {
+  std::lock_guard lock(commit_mu_);
+  Txn txn(kv_.get(), seq_ + 1, options_.clock->NowNanos(), next_ino_);
+  WEFT_RETURN_IF_ERROR(body(&txn));
+  Change change{txn.seq,         txn.now_ns,       std::move(op),
+                std::move(path), std::move(path2), ctx.principal};
+  txn.reader.Put(schema::FeedKey(txn.seq), schema::EncodeChange(change));
+  txn.reader.Put(schema::SystemKey("seq"), schema::EncodeU64(txn.seq));
+  txn.reader.Put(schema::SystemKey("next_ino"), schema::EncodeU64(txn.next_ino));
+  WEFT_RETURN_IF_ERROR(kv_->Write(txn.reader.batch()));
+  seq_ = txn.seq;
+  next_ino_ = txn.next_ino;
+  return OkStatus();
+}
+
+Result<uint64_t> LocalVolume::ResolveDirForWrite(Txn* txn, const std::vector<std::string>& segments,
+                                                 bool create_parents, const RequestContext& ctx) {
+  uint64_t ino = schema::kRootInode;
+  std::vector<std::string> walked;
+  for (const std::string& seg : segments) {
+    walked.push_back(seg);
+    WEFT_ASSIGN_OR_RETURN(auto d, txn->GetDirent(ino, seg));
+    if (!d) {
+      if (!create_parents) return NotFound(JoinPath(walked) + ": no such directory");
+      Inode dir;
+      dir.type = FileType::kDirectory;
+      dir.mode = 0755;
+      dir.uid = ctx.uid;
+      dir.gid = ctx.gid;
+      dir.mtime_ns = dir.ctime_ns = txn->now_ns;
+      uint64_t child = txn->AllocateInode();
+      WEFT_RETURN_IF_ERROR(txn->PutInode(child, dir));
+      WEFT_RETURN_IF_ERROR(txn->PutDirent(ino, seg, Dirent{child, FileType::kDirectory}));
+      ino = child;
+      continue;
+    }
+    if (d->value.type != FileType::kDirectory) {
+      return NotADirectory(JoinPath(walked) + ": not a directory");
+    }
+    ino = d->value.ino;
+  }
+  return ino;
+}
+
+Result<FileInfo> LocalVolume::CommitFile(const RequestContext& ctx, const std::string& path,
+                                         const WriteOptions& opts, Manifest manifest) {
+  WEFT_ASSIGN_OR_RETURN(ParentAndName pn, SplitParent(path));
+  FileInfo out;
+  Status s = Mutate(ctx, "write", path, "", [&](Txn* t) -> Status {
+    WEFT_ASSIGN_OR_RETURN(uint64_t parent,
+                          ResolveDirForWrite(t, pn.parent, opts.create_parents, ctx));
+    WEFT_ASSIGN_OR_RETURN(auto existing, t->GetDirent(parent, pn.name));
+    if (existing && existing->value.type == FileType::kDirectory) {
+      return IsADirectory(path + ": is a directory");
+    }
+    std::optional<schema::Current<Inode>> current;
+    if (existing && existing->value.type == FileType::kFile) {
+      WEFT_ASSIGN_OR_RETURN(current, t->GetInode(existing->value.ino));
+    }
+    if (opts.if_version) {
+      std::string have =
+          current ? schema::MakeVersionId(existing->value.ino, current->value.content_seq) : "";
+      if (have != *opts.if_version) {
+        return FailedPrecondition(path + ": current version is '" + have + "', expected '" +
+                                  *opts.if_version + "'");
+      }
+    }
+    uint64_t ino;
+    Inode inode;
+    if (current) {
+      ino = existing->value.ino;
+      inode = current->value;
+    } else {
+      if (existing) WEFT_RETURN_IF_ERROR(t->DeleteInode(existing->value.ino));  // a symlink
+      ino = t->AllocateInode();
+      inode.type = FileType::kFile;
+      inode.mode = opts.mode & 07777;
+      inode.uid = ctx.uid;
+      inode.gid = ctx.gid;
+      WEFT_RETURN_IF_ERROR(t->PutDirent(parent, pn.name, Dirent{ino, FileType::kFile}));
+    }
+    inode.size = manifest.size;
+    inode.mtime_ns = opts.mtime_ns.value_or(t->now_ns);
+    inode.ctime_ns = t->now_ns;
+    inode.content_seq = t->seq;
+    inode.etag = manifest.etag;
+    inode.chunks = manifest.chunks.size();
+    manifest.mtime_ns = inode.mtime_ns;
+    WEFT_RETURN_IF_ERROR(t->PutInode(ino, inode));
+    t->reader.Put(schema::ManifestKey(ino, t->seq), schema::EncodeManifest(manifest));
+    out = MakeFileInfo(path, ino, inode);
+    return OkStatus();
+  });
+  if (!s.ok()) return s;
+  return out;
+}
+
+Result<FileInfo> LocalVolume::InfoOfLive(const std::string& path) {
+  return Stat(RequestContext{}, path, {});
+}
+
+Result<FileInfo> LocalVolume::Mkdir(const RequestContext& ctx, const std::string& path,
+                                    uint32_t mode, bool parents) {
+  WEFT_ASSIGN_OR_RETURN(std::vector<std::string> segments, SplitPath(path));
+  WEFT_RETURN_IF_ERROR(RejectReserved(segments, path));
+  if (segments.empty()) {
+    if (parents) return InfoOfLive("/");
+    return AlreadyExists("/: the root directory exists");
+  }
+  std::string name = segments.back();
+  std::vector<std::string> parent_segments(segments.begin(), segments.end() - 1);
+  bool existed = false;
+  Status s = Mutate(ctx, "mkdir", JoinPath(segments), "", [&](Txn* t) -> Status {
+    WEFT_ASSIGN_OR_RETURN(uint64_t parent, ResolveDirForWrite(t, parent_segments, parents, ctx));
+    WEFT_ASSIGN_OR_RETURN(auto existing, t->GetDirent(parent, name));
+    if (existing) {
+      if (parents && existing->value.type == FileType::kDirectory) {
+        existed = true;
+        return Aborted("exists");  // nothing to commit
+      }
+      return AlreadyExists(path + ": already exists");
+    }
+    Inode dir;
+    dir.type = FileType::kDirectory;
+    dir.mode = mode & 07777;
+    dir.uid = ctx.uid;
+    dir.gid = ctx.gid;
+    dir.mtime_ns = dir.ctime_ns = t->now_ns;
+    uint64_t ino = t->AllocateInode();
+    WEFT_RETURN_IF_ERROR(t->PutInode(ino, dir));
+    return t->PutDirent(parent, name, Dirent{ino, FileType::kDirectory});
+  });
+  if (!s.ok() && !existed) return s;
+  return InfoOfLive(JoinPath(segments));
+}
+
+Result<FileInfo> LocalVolume::Symlink(const RequestContext& ctx, const std::string& path,
+                                      const std::string& target) {
+  WEFT_ASSIGN_OR_RETURN(ParentAndName pn, SplitParent(path));
+  WEFT_ASSIGN_OR_RETURN(std::vector<std::string> segments, SplitPath(path));
+  WEFT_RETURN_IF_ERROR(RejectReserved(segments, path));
+  const std::string canonical = JoinPath(segments);
+  if (target.empty() || target.size() > kMaxPathBytes || target.find('\0') != std::string::npos) {
+    return InvalidArgument(path + ": symlink target must be 1..4096 bytes without NUL");
+  }
+  Status s = Mutate(ctx, "symlink", canonical, target, [&](Txn* t) -> Status {
+    WEFT_ASSIGN_OR_RETURN(uint64_t parent, ResolveDirForWrite(t, pn.parent, false, ctx));
+    WEFT_ASSIGN_OR_RETURN(auto existing, t->GetDirent(parent, pn.name));
+    if (existing) return AlreadyExists(path + ": already exists");
+    Inode link;
+    link.type = FileType::kSymlink;
+    link.mode = 0777;
+    link.uid = ctx.uid;
+    link.gid = ctx.gid;
+    link.size = target.size();
+    link.symlink_target = target;
+    link.mtime_ns = link.ctime_ns = t->now_ns;
+    uint64_t ino = t->AllocateInode();
+    WEFT_RETURN_IF_ERROR(t->PutInode(ino, link));
+    return t->PutDirent(parent, pn.name, Dirent{ino, FileType::kSymlink});
+  });
+  if (!s.ok()) return s;
+  return InfoOfLive(canonical);
+}
+
+Status LocalVolume::Rename(const RequestContext& ctx, const std::string& from,
+                           const std::string& to) {
+  WEFT_ASSIGN_OR_RETURN(ParentAndName src, SplitParent(from));
+  WEFT_ASSIGN_OR_RETURN(ParentAndName dst, SplitParent(to));
+  WEFT_ASSIGN_OR_RETURN(std::vector<std::string> from_segs, SplitPath(from));
+  WEFT_ASSIGN_OR_RETURN(std::vector<std::string> to_segs, SplitPath(to));
+  WEFT_RETURN_IF_ERROR(RejectReserved(from_segs, from));
+  WEFT_RETURN_IF_ERROR(RejectReserved(to_segs, to));
+  if (from_segs == to_segs) return OkStatus();
+  if (to_segs.size() > from_segs.size() &&
+      std::equal(from_segs.begin(), from_segs.end(), to_segs.begin())) {
+    return InvalidArgument("cannot move " + from + " into itself (" + to + ")");
+  }
+  return Mutate(ctx, "rename", JoinPath(from_segs), JoinPath(to_segs), [&](Txn* t) -> Status {
+    WEFT_ASSIGN_OR_RETURN(uint64_t src_parent, ResolveDirForWrite(t, src.parent, false, ctx));
+    WEFT_ASSIGN_OR_RETURN(auto moving, t->GetDirent(src_parent, src.name));
+    if (!moving) return NotFound(from + ": no such file or directory");
+    WEFT_ASSIGN_OR_RETURN(uint64_t dst_parent, ResolveDirForWrite(t, dst.parent, false, ctx));
+    WEFT_ASSIGN_OR_RETURN(auto replaced, t->GetDirent(dst_parent, dst.name));
+    if (replaced) {
+      bool src_dir = moving->value.type == FileType::kDirectory;
+      bool dst_dir = replaced->value.type == FileType::kDirectory;
+      if (src_dir && !dst_dir) return NotADirectory(to + ": not a directory");
+      if (!src_dir && dst_dir) return IsADirectory(to + ": is a directory");
+      if (dst_dir) {
+        auto it = kv_->NewIterator();
+        std::string prefix = schema::DirentPrefix(replaced->value.ino);
+        it->Seek(prefix);
+        if (it->Valid() && HasPrefix(it->key(), prefix)) {
+          return NotEmpty(to + ": directory not empty");
+        }
+        WEFT_RETURN_IF_ERROR(it->status());
+      }
+      WEFT_RETURN_IF_ERROR(t->DeleteInode(replaced->value.ino));
+    }
+    WEFT_RETURN_IF_ERROR(t->DeleteDirent(src_parent, src.name));
+    return t->PutDirent(dst_parent, dst.name, moving->value);
+  });
+}
+
+Status LocalVolume::Unlink(const RequestContext& ctx, const std::string& path) {
+  WEFT_ASSIGN_OR_RETURN(ParentAndName pn, SplitParent(path));
+  WEFT_ASSIGN_OR_RETURN(std::vector<std::string> segments, SplitPath(path));
+  WEFT_RETURN_IF_ERROR(RejectReserved(segments, path));
+  return Mutate(ctx, "unlink", JoinPath(segments), "", [&](Txn* t) -> Status {
+    WEFT_ASSIGN_OR_RETURN(uint64_t parent, ResolveDirForWrite(t, pn.parent, false, ctx));
+    WEFT_ASSIGN_OR_RETURN(auto d, t->GetDirent(parent, pn.name));
+    if (!d) return NotFound(path + ": no such file or directory");
+    if (d->value.type == FileType::kDirectory) return IsADirectory(path + ": is a directory");
+    WEFT_RETURN_IF_ERROR(t->DeleteDirent(parent, pn.name));
+    return t->DeleteInode(d->value.ino);
+  });
+}
+
+Status LocalVolume::Rmdir(const RequestContext& ctx, const std::string& path) {
+  WEFT_ASSIGN_OR_RETURN(std::vector<std::string> segments, SplitPath(path));
+  if (segments.empty()) return InvalidArgument("cannot remove the root directory");
+  WEFT_RETURN_IF_ERROR(RejectReserved(segments, path));
+  WEFT_ASSIGN_OR_RETURN(ParentAndName pn, SplitParent(path));
+  return Mutate(ctx, "rmdir", JoinPath(segments), "", [&](Txn* t) -> Status {
+    WEFT_ASSIGN_OR_RETURN(uint64_t parent, ResolveDirForWrite(t, pn.parent, false, ctx));
+    WEFT_ASSIGN_OR_RETURN(auto d, t->GetDirent(parent, pn.name));
+    if (!d) return NotFound(path + ": no such file or directory");
+    if (d->value.type != FileType::kDirectory) return NotADirectory(path + ": not a directory");
+    auto it = kv_->NewIterator();
+    std::string prefix = schema::DirentPrefix(d->value.ino);
+    it->Seek(prefix);
+    if (it->Valid() && HasPrefix(it->key(), prefix))
+      return NotEmpty(path + ": directory not empty");
+    WEFT_RETURN_IF_ERROR(it->status());
+    WEFT_RETURN_IF_ERROR(t->DeleteDirent(parent, pn.name));
+    return t->DeleteInode(d->value.ino);
+  });
+}
+
+Result<FileInfo> LocalVolume::SetAttr(const RequestContext& ctx, const std::string& path,
+                                      const SetAttrRequest& req) {
+  WEFT_ASSIGN_OR_RETURN(std::vector<std::string> segments, SplitPath(path));
+  WEFT_RETURN_IF_ERROR(RejectReserved(segments, path));
+  std::string canonical = JoinPath(segments);
+  FileInfo out;
+  Status s = Mutate(ctx, "setattr", canonical, "", [&](Txn* t) -> Status {
+    uint64_t ino = schema::kRootInode;
+    if (!segments.empty()) {
+      std::vector<std::string> parent_segs(segments.begin(), segments.end() - 1);
+      WEFT_ASSIGN_OR_RETURN(uint64_t parent, ResolveDirForWrite(t, parent_segs, false, ctx));
+      WEFT_ASSIGN_OR_RETURN(auto d, t->GetDirent(parent, segments.back()));
+      if (!d) return NotFound(path + ": no such file or directory");
+      ino = d->value.ino;
+    }
+    WEFT_ASSIGN_OR_RETURN(auto cur, t->GetInode(ino));
+    Inode inode = cur.value;
+    if (req.mode) inode.mode = *req.mode & 07777;
+    if (req.uid) inode.uid = *req.uid;
+    if (req.gid) inode.gid = *req.gid;
+    if (req.mtime_ns) inode.mtime_ns = *req.mtime_ns;
+    inode.ctime_ns = t->now_ns;
+    WEFT_RETURN_IF_ERROR(t->PutInode(ino, inode));
+    out = MakeFileInfo(canonical, ino, inode);
+    return OkStatus();
+  });
+  if (!s.ok()) return s;
+  return out;
+}
+
+Result<SnapshotInfo> LocalVolume::CreateSnapshot(const RequestContext& ctx, const std::string& name,
+                                                 const std::string& path) {
+  WEFT_RETURN_IF_ERROR(ValidateName(name).WithContext("snapshot name"));
+  WEFT_ASSIGN_OR_RETURN(std::vector<std::string> segments, SplitPath(path));
+  WEFT_RETURN_IF_ERROR(RejectReserved(segments, path));
+  SnapshotInfo info;
+  info.name = name;
+  info.path = JoinPath(segments);
+  Status s = Mutate(ctx, "snapshot", info.path, name, [&](Txn* t) -> Status {
+    WEFT_ASSIGN_OR_RETURN(auto existing, t->reader.Get(schema::SnapshotKey(name)));
+    if (existing) return AlreadyExists("snapshot '" + name + "' already exists");
+    WEFT_ASSIGN_OR_RETURN(uint64_t ino, ResolveDirForWrite(t, segments, false, ctx));
+    (void)ino;
+    // The snapshot names this transaction's sequence, which changes nothing in the namespace.
+    info.sequence = t->seq;
+    info.created_ns = t->now_ns;
+    t->reader.Put(schema::SnapshotKey(name), schema::EncodeSnapshot(info));
+    return OkStatus();
+  });
+  if (!s.ok()) return s;
+  return info;
+}
+
+Result<std::vector<SnapshotInfo>> LocalVolume::ListSnapshots(const RequestContext&) {
+  auto snap = kv_->NewSnapshot();
+  std::vector<SnapshotInfo> out;
+  const std::string prefix(1, schema::kSnapshot);
+  WEFT_RETURN_IF_ERROR(ForEachWithPrefix(
+      snap.get(), prefix, [&](std::string_view key, std::string_view value) -> Status {
+        WEFT_ASSIGN_OR_RETURN(SnapshotInfo s,
+                              schema::DecodeSnapshot(key.substr(prefix.size()), value));
+        out.push_back(std::move(s));
+        return OkStatus();
+      }));
+  return out;
+}
+
+Status LocalVolume::DeleteSnapshot(const RequestContext& ctx, const std::string& name) {
+  WEFT_RETURN_IF_ERROR(ValidateName(name).WithContext("snapshot name"));
+  return Mutate(ctx, "snapshot-delete", "", name, [&](Txn* t) -> Status {
+    WEFT_ASSIGN_OR_RETURN(auto existing, t->reader.Get(schema::SnapshotKey(name)));
+    if (!existing) return NotFound("snapshot '" + name + "' does not exist");
+    t->reader.Delete(schema::SnapshotKey(name));
+    return OkStatus();
+  });
+}
+
+Result<std::vector<VersionInfo>> LocalVolume::ListVersions(const RequestContext&,
+                                                           const std::string& path) {
+  WEFT_ASSIGN_OR_RETURN(ParentAndName pn, SplitParent(path));
+  auto snap = kv_->NewSnapshot();
+  NamespaceView view(snap.get(), NamespaceView::kLive);
+  WEFT_ASSIGN_OR_RETURN(auto parent, view.Resolve(pn.parent, JoinPath(pn.parent)));
+  if (parent.inode.type != FileType::kDirectory) {
+    return NotADirectory(path + ": parent is not a directory");
+  }
+  // Which inodes this name pointed to, and when.
+  struct Interval {
+    uint64_t begin, end;
+    Dirent dirent;
+  };
+  std::vector<Interval> names;
+  WEFT_ASSIGN_OR_RETURN(auto cur, snap->Get(schema::DirentKey(parent.ino, pn.name)));
+  if (cur) {
+    WEFT_ASSIGN_OR_RETURN(auto d, schema::DecodeDirent(*cur));
+    names.push_back({d.seq_begin, NamespaceView::kLive, d.value});
+  }
+  WEFT_RETURN_IF_ERROR(
+      ForEachWithPrefix(snap.get(), schema::DirentHistoryNamePrefix(parent.ino, pn.name),
+                        [&](std::string_view, std::string_view value) -> Status {
+                          WEFT_ASSIGN_OR_RETURN(auto h, schema::DecodeDirentHistory(value));
+                          names.push_back({h.seq_begin, h.seq_end, h.value});
+                          return OkStatus();
+                        }));
+  if (names.empty()) return NotFound(path + ": no such file and no retained versions");
+
+  std::vector<VersionInfo> out;
+  std::set<std::pair<uint64_t, uint64_t>> seen;  // (ino, content_seq)
+  std::set<uint64_t> interval_ends;
+  for (const Interval& n : names) interval_ends.insert(n.begin);
+  for (const Interval& n : names) {
+    if (n.end != NamespaceView::kLive && !interval_ends.count(n.end)) {
+      VersionInfo marker;
+      marker.sequence = n.end;
+      marker.is_delete_marker = true;
+      marker.version_id = "delete." + std::to_string(n.end);
+      out.push_back(marker);
+    }
+    if (n.dirent.type != FileType::kFile) continue;
+    // The inode's states overlapping [n.begin, n.end).
+    std::vector<std::pair<schema::History<Inode>, bool>> states;
+    WEFT_ASSIGN_OR_RETURN(auto icur, snap->Get(schema::InodeKey(n.dirent.ino)));
+    if (icur) {
+      WEFT_ASSIGN_OR_RETURN(auto c, schema::DecodeInode(*icur));
+      states.push_back(
+          {{c.seq_begin, NamespaceView::kLive, 0, c.value}, n.end == NamespaceView::kLive});
+    }
+    WEFT_RETURN_IF_ERROR(ForEachWithPrefix(snap.get(), schema::InodeHistoryPrefix(n.dirent.ino),
+                                           [&](std::string_view, std::string_view value) -> Status {
+                                             WEFT_ASSIGN_OR_RETURN(
+                                                 auto h, schema::DecodeInodeHistory(value));
+                                             states.push_back({h, false});
+                                             return OkStatus();
+                                           }));
+    for (const auto& [s, is_current] : states) {
+      if (s.seq_begin >= n.end || s.seq_end <= n.begin) continue;
+      if (s.value.type != FileType::kFile) continue;
+      if (!seen.insert({n.dirent.ino, s.value.content_seq}).second) {
+        if (is_current) {
+          for (auto& v : out) {
+            if (v.version_id == schema::MakeVersionId(n.dirent.ino, s.value.content_seq)) {
+              v.is_current = true;
+            }
+          }
+        }
+        continue;
+      }
+      VersionInfo v;
+      v.version_id = schema::MakeVersionId(n.dirent.ino, s.value.content_seq);
+      v.size = s.value.size;
+      v.etag = s.value.etag;
+      v.mtime_ns = s.value.mtime_ns;
+      v.sequence = s.value.content_seq;
+      v.is_current = is_current;
+      out.push_back(v);
+    }
+  }
+  std::sort(out.begin(), out.end(),
+            [](const VersionInfo& a, const VersionInfo& b) { return a.sequence > b.sequence; });
+  return out;
+}
+
+Result<std::vector<Change>> LocalVolume::ReadChanges(const RequestContext&, uint64_t after,
+                                                     uint32_t limit) {
+  auto snap = kv_->NewSnapshot();
+  std::vector<Change> out;
+  const std::string prefix(1, schema::kFeed);
+  auto it = snap->NewIterator();
+  for (it->Seek(schema::FeedKey(after + 1));
+       it->Valid() && HasPrefix(it->key(), prefix) && out.size() < limit; it->Next()) {
+    std::string_view key = it->key();
+    if (key.size() != 9) return Corruption("malformed change feed key");
+    WEFT_ASSIGN_OR_RETURN(Change c,
+                          schema::DecodeChange(GetBigEndian64(key.data() + 1), it->value()));
+    out.push_back(std::move(c));
+  }
+  WEFT_RETURN_IF_ERROR(it->status());
+  return out;
+}
+
+Result<UsageInfo> LocalVolume::Usage(const RequestContext&) {
+  auto snap = kv_->NewSnapshot();
+  UsageInfo u;
+  WEFT_RETURN_IF_ERROR(ForEachWithPrefix(snap.get(), std::string(1, schema::kInode),
+                                         [&](std::string_view, std::string_view value) -> Status {
+                                           WEFT_ASSIGN_OR_RETURN(auto c,
+                                                                 schema::DecodeInode(value));
+                                           if (c.value.type == FileType::kFile) {
+                                             ++u.files;
+                                             u.logical_bytes += c.value.size;
+                                           } else if (c.value.type == FileType::kDirectory) {
+                                             ++u.directories;
+                                           }
+                                           return OkStatus();
+                                         }));
+  WEFT_RETURN_IF_ERROR(ForEachWithPrefix(snap.get(), std::string(1, schema::kManifest),
+                                         [&](std::string_view, std::string_view value) -> Status {
+                                           // The size is the first field after the codec byte; no
+                                           // need to decode the chunk list.
+                                           ByteReader r(value);
+                                           uint8_t version = 0;
+                                           uint64_t size = 0;
+                                           if (!r.GetByte(&version) || !r.GetVarint64(&size)) {
+                                             return Corruption(
+                                                 "malformed manifest record in the metadata store");
+                                           }
+                                           u.referenced_bytes += size;
+                                           return OkStatus();
+                                         }));
+  ChunkStoreStats cs = chunks_->Stats();
+  u.unique_bytes = cs.raw_bytes;
+  u.stored_bytes = cs.stored_bytes;
+  u.pack_bytes = cs.pack_bytes;
+  u.metadata_bytes = kv_->ApproximateDiskBytes();
+  return u;
+}
+
+Result<GcReport> LocalVolume::CollectGarbage(const RequestContext&, const GcOptions& opts) {
+  // No commits and no chunk puts while collecting: a chunk becomes reachable only through a
+  // commit or a pending writer, and both are frozen here.
+  std::lock_guard commit_lock(commit_mu_);
+  std::unique_lock gc_lock(gc_mu_);
+  GcReport report;
+  auto snap = kv_->NewSnapshot();
+
+  std::vector<uint64_t> snapshot_seqs;
+  WEFT_RETURN_IF_ERROR(ForEachWithPrefix(
+      snap.get(), std::string(1, schema::kSnapshot),
+      [&](std::string_view key, std::string_view value) -> Status {
+        WEFT_ASSIGN_OR_RETURN(SnapshotInfo s, schema::DecodeSnapshot(key.substr(1), value));
+        snapshot_seqs.push_back(s.sequence);
+        return OkStatus();
+      }));
+  std::sort(snapshot_seqs.begin(), snapshot_seqs.end());
+  auto held_by_snapshot = [&](uint64_t begin, uint64_t end) {
+    auto it = std::lower_bound(snapshot_seqs.begin(), snapshot_seqs.end(), begin);
+    return it != snapshot_seqs.end() && *it < end;
+  };
+  const int64_t cutoff = options_.clock->NowNanos() - opts.keep_noncurrent_ns;
+  auto retained = [&](uint64_t begin, uint64_t end, int64_t end_time) {
+    return held_by_snapshot(begin, end) || end_time > cutoff;
+  };
+
+  WriteBatch batch;
+  std::set<std::pair<uint64_t, uint64_t>> live_manifests;  // (ino, content_seq)
+  WEFT_RETURN_IF_ERROR(ForEachWithPrefix(
+      snap.get(), std::string(1, schema::kInode),
+      [&](std::string_view key, std::string_view value) -> Status {
+        WEFT_ASSIGN_OR_RETURN(auto c, schema::DecodeInode(value));
+        if (c.value.type == FileType::kFile) {
+          live_manifests.insert({GetBigEndian64(key.data() + 1), c.value.content_seq});
+        }
+        return OkStatus();
+      }));
+  const std::string dirent_history(std::string(1, schema::kHistory) + schema::kDirent);
+  const std::string inode_history(std::string(1, schema::kHistory) + schema::kInode);
+  WEFT_RETURN_IF_ERROR(ForEachWithPrefix(
+      snap.get(), dirent_history, [&](std::string_view key, std::string_view value) -> Status {
+        WEFT_ASSIGN_OR_RETURN(auto h, schema::DecodeDirentHistory(value));
+        if (!retained(h.seq_begin, h.seq_end, h.end_time_ns)) batch.Delete(key);
+        return OkStatus();
+      }));
+  WEFT_RETURN_IF_ERROR(ForEachWithPrefix(
+      snap.get(), inode_history, [&](std::string_view key, std::string_view value) -> Status {
+        WEFT_ASSIGN_OR_RETURN(auto h, schema::DecodeInodeHistory(value));
+        if (key.size() < 10) return Corruption("malformed inode history key");
+        uint64_t ino = GetBigEndian64(key.data() + 2);
+        if (retained(h.seq_begin, h.seq_end, h.end_time_ns)) {
+          if (h.value.type == FileType::kFile) live_manifests.insert({ino, h.value.content_seq});
+        } else {
+          batch.Delete(key);
+        }
+        return OkStatus();
+      }));
+  std::unordered_set<ChunkId, ChunkIdHash> live_chunks;
+  WEFT_RETURN_IF_ERROR(
+      ForEachWithPrefix(snap.get(), std::string(1, schema::kManifest),
+                        [&](std::string_view key, std::string_view value) -> Status {
+                          if (key.size() != 17) return Corruption("malformed manifest key");
+                          std::pair<uint64_t, uint64_t> id{GetBigEndian64(key.data() + 1),
+                                                           GetBigEndian64(key.data() + 9)};
+                          if (!live_manifests.count(id)) {
+                            batch.Delete(key);
+                            ++report.versions_pruned;
+                            return OkStatus();
+                          }
+                          WEFT_ASSIGN_OR_RETURN(Manifest m, schema::DecodeManifest(value));
+                          for (const ChunkRef& c : m.chunks) live_chunks.insert(c.id);
+                          return OkStatus();
+                        }));
+  WEFT_RETURN_IF_ERROR(ForEachWithPrefix(
+      snap.get(), std::string(1, schema::kFeed),
+      [&](std::string_view key, std::string_view value) -> Status {
+        if (key.size() != 9) return Corruption("malformed change feed key");
+        WEFT_ASSIGN_OR_RETURN(Change c,
+                              schema::DecodeChange(GetBigEndian64(key.data() + 1), value));
+        if (c.time_ns <= cutoff) batch.Delete(key);
+        return OkStatus();
+      }));
+  // Metadata first: if we crash after it, unreferenced chunks are merely collected next time.
+  if (!batch.empty()) WEFT_RETURN_IF_ERROR(kv_->Write(batch));
+
+  WEFT_ASSIGN_OR_RETURN(SweepStats sweep, chunks_->Sweep([&](const ChunkId& id) {
+    if (live_chunks.count(id)) return true;
+    std::lock_guard lock(pending_mu_);
+    return pending_.count(id) > 0;
+  }));
+  report.chunks_removed = sweep.chunks_removed;
+  report.bytes_reclaimed = sweep.bytes_reclaimed;
+  report.packs_rewritten = sweep.packs_rewritten;
+  return report;
+}
+
+Result<FsckReport> LocalVolume::Fsck(const RequestContext&) {
+  auto snap = kv_->NewSnapshot();
+  FsckReport report;
+  auto problem = [&](std::string p) { report.problems.push_back(std::move(p)); };
+
+  WEFT_RETURN_IF_ERROR(ForEachWithPrefix(
+      snap.get(), std::string(1, schema::kDirent),
+      [&](std::string_view key, std::string_view value) -> Status {
+        auto d = schema::DecodeDirent(value);
+        if (!d.ok()) {
+          problem("directory entry " + ToHex(AsBytes(key)) + ": " + d.status().ToString());
+          return OkStatus();
+        }
+        WEFT_ASSIGN_OR_RETURN(auto inode, snap->Get(schema::InodeKey(d->value.ino)));
+        if (!inode) {
+          problem("directory entry '" + std::string(key.substr(9)) + "' points to missing inode " +
+                  std::to_string(d->value.ino));
+        }
+        return OkStatus();
+      }));
+  auto check_manifest = [&](uint64_t ino, uint64_t content_seq, uint64_t size,
+                            const std::string& what) -> Status {
+    WEFT_ASSIGN_OR_RETURN(auto v, snap->Get(schema::ManifestKey(ino, content_seq)));
+    if (!v) {
+      problem(what + ": manifest " + schema::MakeVersionId(ino, content_seq) + " is missing");
+      return OkStatus();
+    }
+    auto m = schema::DecodeManifest(*v);
+    if (!m.ok()) {
+      problem(what + ": " + m.status().ToString());
+    } else if (m->size != size) {
+      problem(what + ": manifest size " + std::to_string(m->size) + " != inode size " +
+              std::to_string(size));
+    }
+    return OkStatus();
+  };
+  WEFT_RETURN_IF_ERROR(
+      ForEachWithPrefix(snap.get(), std::string(1, schema::kInode),
+                        [&](std::string_view key, std::string_view value) -> Status {
+                          uint64_t ino = GetBigEndian64(key.data() + 1);
+                          auto c = schema::DecodeInode(value);
+                          if (!c.ok()) {
+                            problem("inode " + std::to_string(ino) + ": " + c.status().ToString());
+                            return OkStatus();
+                          }
+                          if (c->value.type != FileType::kFile) return OkStatus();
+                          ++report.files_checked;
+                          return check_manifest(ino, c->value.content_seq, c->value.size,
+                                                "inode " + std::to_string(ino));
+                        }));
+  WEFT_RETURN_IF_ERROR(ForEachWithPrefix(
+      snap.get(), std::string(1, schema::kManifest),
+      [&](std::string_view key, std::string_view value) -> Status {
+        std::string what = "manifest " + schema::MakeVersionId(GetBigEndian64(key.data() + 1),
+                                                               GetBigEndian64(key.data() + 9));
+        auto m = schema::DecodeManifest(value);
+        if (!m.ok()) {
+          problem(what + ": " + m.status().ToString());
+          return OkStatus();
+        }
+        for (const ChunkRef& c : m->chunks) {
+          ++report.chunks_checked;
+          if (!chunks_->Contains(c.id)) {
+            problem(what + ": chunk " + c.id.ToHex() + " is missing from the chunk store");
+          }
+        }
+        return OkStatus();
+      }));
+  std::vector<ChunkProblem> chunk_problems;
+  WEFT_RETURN_IF_ERROR(chunks_->Verify(&chunk_problems));
+  for (const ChunkProblem& p : chunk_problems) problem(p.where + ": " + p.status.ToString());
+  return report;
+}
+
+Result<std::unique_ptr<Volume>> NewLocalVolume(std::shared_ptr<KvStore> kv,
+                                               std::shared_ptr<ChunkStore> chunks,
+                                               const LocalVolumeOptions& options) {
+  WEFT_RETURN_IF_ERROR(options.chunker.Validate());
+  auto volume = std::make_unique<LocalVolume>(std::move(kv), std::move(chunks), options);
+  WEFT_RETURN_IF_ERROR(volume->Init());
+  return std::unique_ptr<Volume>(std::move(volume));
+}
+
+Result<std::unique_ptr<Volume>> OpenLocalVolume(const std::string& data_dir,
+                                                const LocalVolumeOptions& options) {
+  FileSystem* fs = PosixFileSystem();
+  WEFT_RETURN_IF_ERROR(fs->CreateDirs(data_dir).WithContext("creating data directory"));
+  // The metadata store takes the directory's lock first, so a second process stops here.
+  WEFT_ASSIGN_OR_RETURN(std::unique_ptr<KvStore> kv, OpenRocksKvStore(data_dir + "/meta"));
+  WEFT_ASSIGN_OR_RETURN(std::unique_ptr<ChunkStore> chunks,
+                        OpenPackChunkStore(fs, data_dir + "/packs", PackStoreOptions{}));
+  return NewLocalVolume(std::move(kv), std::move(chunks), options);
+}
+
+}  // namespace weft

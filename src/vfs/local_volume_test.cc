@@ -1,0 +1,460 @@
+#include "vfs/local_volume.h"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "chunk/chunk_id.h"
+#include "chunk/mem_chunk_store.h"
+#include "vfs/test_util.h"
+
+namespace weft {
+namespace {
+
+using testing::RandomBytes;
+using testing::ReadFile;
+using testing::WriteFile;
+
+// Small chunks so modest test files span many chunks.
+ChunkerOptions SmallChunks() {
+  ChunkerOptions o;
+  o.min_size = 256;
+  o.avg_size = 1024;
+  o.max_size = 4096;
+  return o;
+}
+
+class LocalVolumeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    kv_ = std::shared_ptr<KvStore>(NewMemKvStore());
+    chunks_ = std::shared_ptr<ChunkStore>(NewMemChunkStore());
+    LocalVolumeOptions opts;
+    opts.chunker = SmallChunks();
+    opts.clock = &clock_;
+    auto v = NewLocalVolume(kv_, chunks_, opts);
+    ASSERT_TRUE(v.ok()) << v.status().ToString();
+    vol_ = std::move(v).value();
+  }
+
+  uint64_t LastSequence() {
+    auto changes = vol_->ReadChanges(ctx_, 0, 1000000);
+    EXPECT_TRUE(changes.ok());
+    return changes->empty() ? 0 : changes->back().sequence;
+  }
+
+  std::vector<std::string> Names(const std::string& dir, ReadDirOptions opts = {}) {
+    auto page = vol_->ReadDir(ctx_, dir, opts);
+    EXPECT_TRUE(page.ok()) << page.status().ToString();
+    std::vector<std::string> out;
+    if (page.ok()) {
+      for (auto& e : page->entries) out.push_back(e.name);
+    }
+    return out;
+  }
+
+  FakeClock clock_;
+  RequestContext ctx_;
+  std::shared_ptr<KvStore> kv_;
+  std::shared_ptr<ChunkStore> chunks_;
+  std::unique_ptr<Volume> vol_;
+};
+
+TEST_F(LocalVolumeTest, WriteThenReadWholeAndRanges) {
+  std::string data = RandomBytes(100000, 1);
+  auto info = WriteFile(vol_.get(), "/f", data);
+  ASSERT_TRUE(info.ok()) << info.status().ToString();
+  EXPECT_EQ(info->size, data.size());
+  EXPECT_EQ(info->etag, Md5Hex(AsBytes(data)));
+  EXPECT_GT(info->chunks, 10u);
+
+  EXPECT_EQ(*ReadFile(vol_.get(), "/f"), data);
+  auto r = vol_->OpenReader(ctx_, "/f");
+  ASSERT_TRUE(r.ok());
+  for (uint64_t off : {0ul, 1ul, 4095ul, 50000ul, 99999ul}) {
+    auto got = (*r)->ReadAt(off, 7000);
+    ASSERT_TRUE(got.ok());
+    EXPECT_EQ(*got, data.substr(off, 7000)) << off;
+  }
+  EXPECT_EQ(*(*r)->ReadAt(100000, 10), "");
+  EXPECT_EQ(*(*r)->ReadAt(200000, 10), "");
+
+  auto st = vol_->Stat(ctx_, "/f");
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ(st->type, FileType::kFile);
+  EXPECT_EQ(st->size, data.size());
+  EXPECT_EQ(st->mode, 0644u);
+}
+
+TEST_F(LocalVolumeTest, EmptyFile) {
+  ASSERT_TRUE(WriteFile(vol_.get(), "/empty", "").ok());
+  EXPECT_EQ(*ReadFile(vol_.get(), "/empty"), "");
+  EXPECT_EQ(vol_->Stat(ctx_, "/empty")->etag, Md5Hex(AsBytes("")));
+}
+
+TEST_F(LocalVolumeTest, UncommittedWriterIsInvisible) {
+  auto w = vol_->OpenWriter(ctx_, "/pending");
+  ASSERT_TRUE(w.ok());
+  ASSERT_TRUE((*w)->Write(AsBytes("hello")).ok());
+  EXPECT_EQ(vol_->Stat(ctx_, "/pending").status().code(), StatusCode::kNotFound);
+  (*w)->Abort();
+  EXPECT_EQ(vol_->Stat(ctx_, "/pending").status().code(), StatusCode::kNotFound);
+  EXPECT_FALSE((*w)->Commit().ok());
+}
+
+TEST_F(LocalVolumeTest, OverwriteKeepsVersions) {
+  auto v1 = WriteFile(vol_.get(), "/f", "one");
+  auto v2 = WriteFile(vol_.get(), "/f", "two!");
+  ASSERT_TRUE(v1.ok() && v2.ok());
+  EXPECT_NE(v1->version_id, v2->version_id);
+  EXPECT_EQ(v1->inode, v2->inode);
+  auto versions = vol_->ListVersions(ctx_, "/f");
+  ASSERT_TRUE(versions.ok()) << versions.status().ToString();
+  ASSERT_EQ(versions->size(), 2u);
+  EXPECT_EQ((*versions)[0].version_id, v2->version_id);
+  EXPECT_TRUE((*versions)[0].is_current);
+  EXPECT_FALSE((*versions)[1].is_current);
+  EXPECT_EQ((*versions)[1].size, 3u);
+  auto old = vol_->OpenVersion(ctx_, "/f", v1->version_id);
+  ASSERT_TRUE(old.ok()) << old.status().ToString();
+  EXPECT_EQ(*(*old)->ReadAt(0, 100), "one");
+
+  // Delete leaves a delete marker; the old versions remain readable.
+  ASSERT_TRUE(vol_->Unlink(ctx_, "/f").ok());
+  versions = vol_->ListVersions(ctx_, "/f");
+  ASSERT_TRUE(versions.ok());
+  ASSERT_EQ(versions->size(), 3u);
+  EXPECT_TRUE((*versions)[0].is_delete_marker);
+  EXPECT_FALSE((*versions)[1].is_current);
+  EXPECT_EQ(*(*vol_->OpenVersion(ctx_, "/f", v2->version_id))->ReadAt(0, 100), "two!");
+
+  // A version id of another path is not readable through this one.
+  auto other = WriteFile(vol_.get(), "/g", "secret");
+  ASSERT_TRUE(other.ok());
+  EXPECT_EQ(vol_->OpenVersion(ctx_, "/f", other->version_id).status().code(),
+            StatusCode::kNotFound);
+  EXPECT_EQ(vol_->OpenVersion(ctx_, "/f", "garbage").status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST_F(LocalVolumeTest, ConditionalWrites) {
+  WriteOptions create_only;
+  create_only.if_version = "";
+  auto v1 = WriteFile(vol_.get(), "/c", "a", create_only);
+  ASSERT_TRUE(v1.ok());
+  EXPECT_EQ(WriteFile(vol_.get(), "/c", "b", create_only).status().code(),
+            StatusCode::kFailedPrecondition);
+  WriteOptions if_v1;
+  if_v1.if_version = v1->version_id;
+  ASSERT_TRUE(WriteFile(vol_.get(), "/c", "c", if_v1).ok());
+  EXPECT_EQ(WriteFile(vol_.get(), "/c", "d", if_v1).status().code(),
+            StatusCode::kFailedPrecondition);
+  EXPECT_EQ(*ReadFile(vol_.get(), "/c"), "c");
+}
+
+TEST_F(LocalVolumeTest, DirectoriesAndPagedSortedReadDir) {
+  ASSERT_TRUE(vol_->Mkdir(ctx_, "/d").ok());
+  EXPECT_EQ(vol_->Mkdir(ctx_, "/d").status().code(), StatusCode::kAlreadyExists);
+  EXPECT_TRUE(vol_->Mkdir(ctx_, "/d", 0755, /*parents=*/true).ok());
+  EXPECT_EQ(vol_->Mkdir(ctx_, "/x/y").status().code(), StatusCode::kNotFound);
+  ASSERT_TRUE(vol_->Mkdir(ctx_, "/x/y/z", 0700, true).ok());
+  EXPECT_EQ(vol_->Stat(ctx_, "/x/y/z")->mode, 0700u);
+  for (int i = 24; i >= 0; --i) {
+    ASSERT_TRUE(WriteFile(vol_.get(), "/d/f" + std::to_string(100 + i), "x").ok());
+  }
+  ReadDirOptions page_opts;
+  page_opts.limit = 10;
+  auto page = vol_->ReadDir(ctx_, "/d", page_opts);
+  ASSERT_TRUE(page.ok());
+  EXPECT_TRUE(page->truncated);
+  ASSERT_EQ(page->entries.size(), 10u);
+  EXPECT_EQ(page->entries[0].name, "f100");
+  std::vector<std::string> all;
+  std::string after;
+  while (true) {
+    page_opts.start_after = after;
+    page_opts.with_info = true;
+    auto p = vol_->ReadDir(ctx_, "/d", page_opts);
+    ASSERT_TRUE(p.ok());
+    for (auto& e : p->entries) {
+      all.push_back(e.name);
+      ASSERT_TRUE(e.info.has_value());
+      EXPECT_EQ(e.info->size, 1u);
+      EXPECT_EQ(e.info->path, "/d/" + e.name);
+    }
+    if (!p->truncated) break;
+    after = p->entries.back().name;
+  }
+  ASSERT_EQ(all.size(), 25u);
+  EXPECT_TRUE(std::is_sorted(all.begin(), all.end()));
+  EXPECT_EQ(vol_->ReadDir(ctx_, "/d/f100").status().code(), StatusCode::kNotADirectory);
+  EXPECT_EQ(Names("/"), (std::vector<std::string>{"d", "x"}));
+}
+
+TEST_F(LocalVolumeTest, WriteCreatesParentsOnlyWhenAsked) {
+  EXPECT_EQ(WriteFile(vol_.get(), "/a/b/c", "x").status().code(), StatusCode::kNotFound);
+  WriteOptions opts;
+  opts.create_parents = true;
+  ASSERT_TRUE(WriteFile(vol_.get(), "/a/b/c", "x", opts).ok());
+  EXPECT_EQ(vol_->Stat(ctx_, "/a/b")->type, FileType::kDirectory);
+  EXPECT_EQ(WriteFile(vol_.get(), "/a/b/c/d", "x", opts).status().code(),
+            StatusCode::kNotADirectory);
+  EXPECT_EQ(WriteFile(vol_.get(), "/a/b", "x").status().code(), StatusCode::kIsADirectory);
+}
+
+TEST_F(LocalVolumeTest, RenameUnlinkRmdir) {
+  ASSERT_TRUE(WriteFile(vol_.get(), "/a", "A").ok());
+  ASSERT_TRUE(WriteFile(vol_.get(), "/b", "B").ok());
+  ASSERT_TRUE(vol_->Rename(ctx_, "/a", "/b").ok());  // replaces /b atomically
+  EXPECT_EQ(*ReadFile(vol_.get(), "/b"), "A");
+  EXPECT_EQ(vol_->Stat(ctx_, "/a").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(vol_->Rename(ctx_, "/a", "/c").code(), StatusCode::kNotFound);
+
+  ASSERT_TRUE(vol_->Mkdir(ctx_, "/d1").ok());
+  ASSERT_TRUE(WriteFile(vol_.get(), "/d1/in", "I").ok());
+  ASSERT_TRUE(vol_->Mkdir(ctx_, "/d2").ok());
+  ASSERT_TRUE(WriteFile(vol_.get(), "/d2/other", "O").ok());
+  EXPECT_EQ(vol_->Rename(ctx_, "/d1", "/d1/sub").code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(vol_->Rename(ctx_, "/d1", "/d2").code(), StatusCode::kNotEmpty);
+  EXPECT_EQ(vol_->Rename(ctx_, "/b", "/d2").code(), StatusCode::kIsADirectory);
+  EXPECT_EQ(vol_->Rename(ctx_, "/d1", "/b").code(), StatusCode::kNotADirectory);
+  ASSERT_TRUE(vol_->Rename(ctx_, "/d1", "/d3").ok());
+  EXPECT_EQ(*ReadFile(vol_.get(), "/d3/in"), "I");
+
+  EXPECT_EQ(vol_->Rmdir(ctx_, "/d3").code(), StatusCode::kNotEmpty);
+  EXPECT_EQ(vol_->Unlink(ctx_, "/d3").code(), StatusCode::kIsADirectory);
+  EXPECT_EQ(vol_->Rmdir(ctx_, "/b").code(), StatusCode::kNotADirectory);
+  EXPECT_EQ(vol_->Rmdir(ctx_, "/").code(), StatusCode::kInvalidArgument);
+  ASSERT_TRUE(vol_->Unlink(ctx_, "/d3/in").ok());
+  ASSERT_TRUE(vol_->Rmdir(ctx_, "/d3").ok());
+  EXPECT_EQ(vol_->Unlink(ctx_, "/d3/in").code(), StatusCode::kNotFound);
+}
+
+TEST_F(LocalVolumeTest, SymlinksAndSetAttr) {
+  auto l = vol_->Symlink(ctx_, "/link", "target/file");
+  ASSERT_TRUE(l.ok());
+  EXPECT_EQ(l->type, FileType::kSymlink);
+  EXPECT_EQ(l->symlink_target, "target/file");
+  EXPECT_EQ(vol_->OpenReader(ctx_, "/link").status().code(), StatusCode::kInvalidArgument);
+  ASSERT_TRUE(WriteFile(vol_.get(), "/f", "x").ok());
+  SetAttrRequest req;
+  req.mode = 0600;
+  req.uid = 42;
+  req.mtime_ns = 12345;
+  auto st = vol_->SetAttr(ctx_, "/f", req);
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ(st->mode, 0600u);
+  EXPECT_EQ(vol_->Stat(ctx_, "/f")->uid, 42u);
+  EXPECT_EQ(vol_->Stat(ctx_, "/f")->mtime_ns, 12345);
+  EXPECT_EQ(*ReadFile(vol_.get(), "/f"), "x");
+}
+
+TEST_F(LocalVolumeTest, HostilePathsChangeNothing) {
+  ASSERT_TRUE(vol_->Mkdir(ctx_, "/ok").ok());
+  uint64_t before = LastSequence();
+  for (const std::string& bad :
+       std::vector<std::string>{"/ok/../x", "/./x", "/ok//x", "relative", std::string("/a\0b", 4),
+                                "/" + std::string(256, 'n')}) {
+    EXPECT_EQ(WriteFile(vol_.get(), bad, "x").status().code(), StatusCode::kInvalidArgument) << bad;
+    EXPECT_EQ(vol_->Mkdir(ctx_, bad).status().code(), StatusCode::kInvalidArgument) << bad;
+    EXPECT_EQ(vol_->Rename(ctx_, "/ok", bad).code(), StatusCode::kInvalidArgument) << bad;
+    EXPECT_EQ(vol_->Stat(ctx_, bad).status().code(), StatusCode::kInvalidArgument) << bad;
+  }
+  EXPECT_EQ(LastSequence(), before);
+  EXPECT_EQ(Names("/"), (std::vector<std::string>{"ok"}));
+}
+
+TEST_F(LocalVolumeTest, SnapshotsServeOldBytes) {
+  ASSERT_TRUE(vol_->Mkdir(ctx_, "/data").ok());
+  std::string v1 = RandomBytes(30000, 2);
+  ASSERT_TRUE(WriteFile(vol_.get(), "/data/a", v1).ok());
+  ASSERT_TRUE(WriteFile(vol_.get(), "/data/b", "bee").ok());
+  auto snap = vol_->CreateSnapshot(ctx_, "v1", "/data");
+  ASSERT_TRUE(snap.ok()) << snap.status().ToString();
+  EXPECT_EQ(vol_->CreateSnapshot(ctx_, "v1", "/data").status().code(), StatusCode::kAlreadyExists);
+
+  std::string v2 = v1;
+  v2[100] ^= 1;
+  ASSERT_TRUE(WriteFile(vol_.get(), "/data/a", v2).ok());
+  ASSERT_TRUE(vol_->Unlink(ctx_, "/data/b").ok());
+  ASSERT_TRUE(WriteFile(vol_.get(), "/data/c", "new").ok());
+  ASSERT_TRUE(vol_->Rename(ctx_, "/data/a", "/data/renamed").ok());
+
+  EXPECT_EQ(*ReadFile(vol_.get(), "/.weft/snapshots/v1/a"), v1);
+  EXPECT_EQ(*ReadFile(vol_.get(), "/.weft/snapshots/v1/b"), "bee");
+  ReadOptions at;
+  at.snapshot = "v1";
+  EXPECT_EQ(*ReadFile(vol_.get(), "/data/a", at), v1);
+  EXPECT_EQ(vol_->Stat(ctx_, "/data/c", at).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(vol_->Stat(ctx_, "/other", at).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(Names("/.weft/snapshots/v1"), (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(Names("/data"), (std::vector<std::string>{"c", "renamed"}));
+  EXPECT_EQ(*ReadFile(vol_.get(), "/data/renamed"), v2);
+  EXPECT_EQ(Names("/.weft/snapshots"), (std::vector<std::string>{"v1"}));
+  EXPECT_EQ(Names("/.weft"), (std::vector<std::string>{"snapshots"}));
+
+  // Snapshots are read-only.
+  EXPECT_EQ(WriteFile(vol_.get(), "/.weft/snapshots/v1/a", "x").status().code(),
+            StatusCode::kReadOnly);
+  EXPECT_EQ(vol_->Unlink(ctx_, "/.weft/snapshots/v1/a").code(), StatusCode::kReadOnly);
+  EXPECT_EQ(vol_->Mkdir(ctx_, "/.weft").status().code(), StatusCode::kReadOnly);
+
+  auto list = vol_->ListSnapshots(ctx_);
+  ASSERT_TRUE(list.ok());
+  ASSERT_EQ(list->size(), 1u);
+  EXPECT_EQ((*list)[0].path, "/data");
+  ASSERT_TRUE(vol_->DeleteSnapshot(ctx_, "v1").ok());
+  EXPECT_EQ(vol_->Stat(ctx_, "/.weft/snapshots/v1/a").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(vol_->DeleteSnapshot(ctx_, "v1").code(), StatusCode::kNotFound);
+}
+
+TEST_F(LocalVolumeTest, ReadDirAtSnapshotPagesAcrossHistory) {
+  ASSERT_TRUE(vol_->Mkdir(ctx_, "/d").ok());
+  for (int i = 0; i < 20; ++i) {
+    ASSERT_TRUE(WriteFile(vol_.get(), "/d/n" + std::to_string(10 + i), "x").ok());
+  }
+  ASSERT_TRUE(vol_->CreateSnapshot(ctx_, "s", "/").ok());
+  for (int i = 0; i < 20; i += 2)
+    ASSERT_TRUE(vol_->Unlink(ctx_, "/d/n" + std::to_string(10 + i)).ok());
+  for (int i = 1; i < 20; i += 4) {
+    ASSERT_TRUE(WriteFile(vol_.get(), "/d/n" + std::to_string(10 + i), "changed").ok());
+  }
+  std::vector<std::string> all;
+  ReadDirOptions opts;
+  opts.snapshot = "s";
+  opts.limit = 3;
+  opts.with_info = true;
+  while (true) {
+    auto p = vol_->ReadDir(ctx_, "/d", opts);
+    ASSERT_TRUE(p.ok()) << p.status().ToString();
+    for (auto& e : p->entries) {
+      all.push_back(e.name);
+      EXPECT_EQ(e.info->size, 1u) << e.name;
+    }
+    if (!p->truncated) break;
+    opts.start_after = p->entries.back().name;
+  }
+  ASSERT_EQ(all.size(), 20u);
+  EXPECT_TRUE(std::is_sorted(all.begin(), all.end()));
+}
+
+TEST_F(LocalVolumeTest, ChangeFeedIsOrdered) {
+  uint64_t before = LastSequence();
+  ASSERT_TRUE(vol_->Mkdir(ctx_, "/d").ok());
+  ASSERT_TRUE(WriteFile(vol_.get(), "/d/f", "x").ok());
+  ASSERT_TRUE(vol_->Rename(ctx_, "/d/f", "/d/g").ok());
+  auto changes = vol_->ReadChanges(ctx_, before, 100);
+  ASSERT_TRUE(changes.ok());
+  ASSERT_EQ(changes->size(), 3u);
+  EXPECT_EQ((*changes)[0].op, "mkdir");
+  EXPECT_EQ((*changes)[1].op, "write");
+  EXPECT_EQ((*changes)[1].path, "/d/f");
+  EXPECT_EQ((*changes)[2].op, "rename");
+  EXPECT_EQ((*changes)[2].path2, "/d/g");
+  EXPECT_LT((*changes)[0].sequence, (*changes)[2].sequence);
+}
+
+TEST_F(LocalVolumeTest, DedupAndUsage) {
+  std::string data = RandomBytes(50000, 3);
+  ASSERT_TRUE(WriteFile(vol_.get(), "/a", data).ok());
+  uint64_t unique_after_one = vol_->Usage(ctx_)->unique_bytes;
+  ASSERT_TRUE(WriteFile(vol_.get(), "/b", data).ok());
+  auto u = vol_->Usage(ctx_);
+  ASSERT_TRUE(u.ok());
+  EXPECT_EQ(u->unique_bytes, unique_after_one);
+  EXPECT_EQ(u->files, 2u);
+  EXPECT_EQ(u->logical_bytes, 100000u);
+  EXPECT_EQ(u->referenced_bytes, 100000u);
+}
+
+TEST_F(LocalVolumeTest, GarbageCollectionKeepsWhatIsReachable) {
+  std::string old_bytes = RandomBytes(40000, 4);
+  std::string held_bytes = RandomBytes(40000, 5);
+  ASSERT_TRUE(WriteFile(vol_.get(), "/f", old_bytes).ok());
+  ASSERT_TRUE(WriteFile(vol_.get(), "/held", held_bytes).ok());
+  ASSERT_TRUE(vol_->CreateSnapshot(ctx_, "keep", "/").ok());
+  ASSERT_TRUE(vol_->Unlink(ctx_, "/held").ok());
+  ASSERT_TRUE(WriteFile(vol_.get(), "/f", "new content").ok());
+  uint64_t unique_before = vol_->Usage(ctx_)->unique_bytes;
+
+  // Within the retention window nothing goes.
+  auto r0 = vol_->CollectGarbage(ctx_, GcOptions{});
+  ASSERT_TRUE(r0.ok());
+  EXPECT_EQ(r0->chunks_removed, 0u);
+
+  // The snapshot holds the old version of /f and /held.
+  clock_.AdvanceNanos(1'000'000'000);
+  auto r1 = vol_->CollectGarbage(ctx_, GcOptions{0});
+  ASSERT_TRUE(r1.ok()) << r1.status().ToString();
+  EXPECT_EQ(r1->chunks_removed, 0u);
+  EXPECT_EQ(*ReadFile(vol_.get(), "/.weft/snapshots/keep/held"), held_bytes);
+  EXPECT_EQ(*ReadFile(vol_.get(), "/.weft/snapshots/keep/f"), old_bytes);
+
+  ASSERT_TRUE(vol_->DeleteSnapshot(ctx_, "keep").ok());
+  clock_.AdvanceNanos(1'000'000'000);
+  auto r2 = vol_->CollectGarbage(ctx_, GcOptions{0});
+  ASSERT_TRUE(r2.ok());
+  EXPECT_GT(r2->chunks_removed, 0u);
+  EXPECT_GT(r2->versions_pruned, 0u);
+  EXPECT_LT(vol_->Usage(ctx_)->unique_bytes, unique_before);
+  EXPECT_EQ(*ReadFile(vol_.get(), "/f"), "new content");
+  auto versions = vol_->ListVersions(ctx_, "/f");
+  ASSERT_TRUE(versions.ok());
+  EXPECT_EQ(versions->size(), 1u);
+  auto fsck = vol_->Fsck(ctx_);
+  ASSERT_TRUE(fsck.ok());
+  EXPECT_TRUE(fsck->problems.empty()) << fsck->problems[0];
+}
+
+TEST_F(LocalVolumeTest, GcNeverRemovesChunksOfAnOpenWriter) {
+  std::string data = RandomBytes(30000, 6);
+  auto w = vol_->OpenWriter(ctx_, "/late");
+  ASSERT_TRUE(w.ok());
+  ASSERT_TRUE((*w)->Write(AsBytes(data)).ok());
+  clock_.AdvanceNanos(1'000'000'000);
+  ASSERT_TRUE(vol_->CollectGarbage(ctx_, GcOptions{0}).ok());
+  ASSERT_TRUE((*w)->Commit().ok());
+  EXPECT_EQ(*ReadFile(vol_.get(), "/late"), data);
+  auto fsck = vol_->Fsck(ctx_);
+  ASSERT_TRUE(fsck.ok());
+  EXPECT_TRUE(fsck->problems.empty());
+}
+
+TEST_F(LocalVolumeTest, ConcurrentWritersAndReaders) {
+  constexpr int kThreads = 4, kFiles = 20;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kFiles; ++i) {
+        std::string path = "/t" + std::to_string(t) + "_" + std::to_string(i);
+        std::string data = RandomBytes(5000 + i, t * 100 + i);
+        ASSERT_TRUE(WriteFile(vol_.get(), path, data).ok());
+        ASSERT_EQ(*ReadFile(vol_.get(), path), data);
+        ASSERT_TRUE(WriteFile(vol_.get(), "/shared", data).ok());
+        auto shared = ReadFile(vol_.get(), "/shared");
+        ASSERT_TRUE(shared.ok());  // whatever version, never torn
+        auto st = vol_->Stat(ctx_, "/shared");
+        ASSERT_TRUE(st.ok());
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  ReadDirOptions opts;
+  opts.limit = 1000;
+  EXPECT_EQ(vol_->ReadDir(ctx_, "/", opts)->entries.size(), kThreads * kFiles + 1u);
+}
+
+TEST_F(LocalVolumeTest, ReopenKeepsEverything) {
+  ASSERT_TRUE(WriteFile(vol_.get(), "/persist", "bytes").ok());
+  ASSERT_TRUE(vol_->CreateSnapshot(ctx_, "s", "/").ok());
+  vol_.reset();
+  LocalVolumeOptions opts;
+  opts.chunker = SmallChunks();
+  auto again = NewLocalVolume(kv_, chunks_, opts);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(*ReadFile(again->get(), "/persist"), "bytes");
+  ASSERT_TRUE(WriteFile(again->get(), "/second", "more").ok());
+  EXPECT_EQ(*ReadFile(again->get(), "/.weft/snapshots/s/persist"), "bytes");
+}
+
+}  // namespace
+}  // namespace weft

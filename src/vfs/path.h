@@ -1,0 +1,33 @@
+// Path validation for every Volume entry point. A valid path is absolute ('/'-separated,
+// leading '/'), each segment 1..255 bytes, not "." or "..", without NUL; the whole path at most
+// 4096 bytes; one trailing '/' is tolerated. Pure functions; thread-safe.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+
+namespace weft {
+
+inline constexpr size_t kMaxNameBytes = 255;
+inline constexpr size_t kMaxPathBytes = 4096;
+
+// InvalidArgument naming the offending segment, or OK.
+Status ValidateName(std::string_view name);
+
+// Splits a path into validated segments ("/" -> {}).
+Result<std::vector<std::string>> SplitPath(std::string_view path);
+
+// "/" + segments joined by '/'.
+std::string JoinPath(const std::vector<std::string>& segments);
+
+// Parent path and final name of a non-root path.
+struct ParentAndName {
+  std::vector<std::string> parent;
+  std::string name;
+};
+Result<ParentAndName> SplitParent(std::string_view path);
+
+}  // namespace weft

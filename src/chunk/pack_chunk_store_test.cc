@@ -316,17 +316,20 @@ TEST_F(PackChunkStoreTest, CorruptIndexIsRebuiltFromThePack) {
   ASSERT_TRUE(store_->Flush().ok());
   store_.reset();
   std::string index = ReadFile(IndexPath(1));
+  const std::string index_before_corruption = index;
   index[40] ^= 1;
   RewriteFile(IndexPath(1), index);
   RewriteFile(std::string(kDir) + "/pack-0000000000000002.idx.weft-tmp-3", "leftover");
   Open();
   CheckAll();
   EXPECT_EQ(Files(".weft-tmp-3").size(), 0u);
+  // Indexes are written without fsync, so a bad one is an expected crash leftover, healed by
+  // the scan rather than reported.
   std::vector<ChunkProblem> problems;
   ASSERT_TRUE(store_->Verify(&problems).ok());
-  ASSERT_EQ(problems.size(), 1u);
-  EXPECT_NE(problems[0].status.message().find("index"), std::string::npos);
-  // The rebuilt index is used from now on.
+  EXPECT_TRUE(problems.empty());
+  // The rebuilt index is written and used from now on.
+  EXPECT_EQ(ReadFile(IndexPath(1)), index_before_corruption);
   Open();
   problems.clear();
   ASSERT_TRUE(store_->Verify(&problems).ok());

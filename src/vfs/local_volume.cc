@@ -9,6 +9,7 @@
 #include <unordered_set>
 
 #include "chunk/pack_chunk_store.h"
+#include "vfs/internal/background_md5.h"
 #include "vfs/internal/namespace_view.h"
 #include "vfs/internal/schema.h"
 #include "vfs/path.h"
@@ -328,8 +329,9 @@ class LocalFileWriter final : public FileWriter {
 
   Status Write(ByteSpan data) override {
     if (done_) return FailedPrecondition(path_ + ": writer already committed or aborted");
-    md5_.Update(data);
+    md5_.Start(data);
     Status s = splitter_.Write(data);
+    md5_.Wait();  // `data` is the caller's: done with it before returning
     if (!s.ok()) Abort();
     return s;
   }
@@ -372,7 +374,7 @@ class LocalFileWriter final : public FileWriter {
   std::string path_;
   WriteOptions opts_;
   StreamSplitter splitter_;
-  Md5Hasher md5_;
+  BackgroundMd5 md5_;
   Manifest manifest_;
   bool done_ = false;
 };

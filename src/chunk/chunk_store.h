@@ -19,7 +19,7 @@ struct ChunkStoreStats {
   uint64_t raw_bytes = 0;     // sum of their plaintext sizes
   uint64_t stored_bytes = 0;  // sum of their sizes as stored (after compression)
   uint64_t pack_files = 0;
-  uint64_t pack_bytes = 0;    // bytes on disk in pack files, garbage included
+  uint64_t pack_bytes = 0;  // bytes on disk in pack files, garbage included
 };
 
 struct SweepStats {

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Installs every Debian 12 package that Weft's build, tests and benchmarks need.
+# Idempotent: when all of them are already installed it does nothing (no apt-get update), so
+# reruns are fast. Run as root (or via sudo) on a fresh machine.
+set -euo pipefail
+
+PACKAGES=(
+  # build
+  build-essential cmake ninja-build pkg-config clang-format
+  # libraries
+  libssl-dev libzstd-dev librocksdb-dev libxxhash-dev libcli11-dev nlohmann-json3-dev
+  libspdlog-dev
+  # tests and benchmarks
+  libgtest-dev libgmock-dev libbenchmark-dev python3
+  # used by the integration tests and benchmarks: tar | zstd reference, mount/umount, sync
+  zstd tar coreutils util-linux mount
+)
+
+missing=()
+for pkg in "${PACKAGES[@]}"; do
+  status="$(dpkg-query -W -f='${db:Status-Abbrev}' "$pkg" 2>/dev/null || true)"
+  if [[ "$status" != ii* ]]; then
+    missing+=("$pkg")
+  fi
+done
+
+if [[ ${#missing[@]} -eq 0 ]]; then
+  echo "install-deps: all ${#PACKAGES[@]} packages already installed"
+  exit 0
+fi
+
+SUDO=()
+if [[ $(id -u) -ne 0 ]]; then
+  SUDO=(sudo)
+fi
+
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+"${SUDO[@]}" apt-get update
+"${SUDO[@]}" apt-get install -y --no-install-recommends "${missing[@]}"

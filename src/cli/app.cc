@@ -1,0 +1,257 @@
+#include "cli/app.h"
+
+#include <CLI/CLI.hpp>
+#include <exception>
+#include <string>
+
+#ifndef WEFT_VERSION
+#define WEFT_VERSION "unknown"
+#endif
+
+namespace weft::cli {
+
+namespace {
+
+// The subcommand path the user reached ("snapshot create"), for pointing at the right --help.
+std::string CommandPath(const CLI::App& app) {
+  std::string path;
+  const CLI::App* cur = &app;
+  for (;;) {
+    auto subs = cur->get_subcommands();
+    if (subs.empty()) break;
+    cur = subs.front();
+    if (!path.empty()) path += " ";
+    path += cur->get_name();
+  }
+  return path;
+}
+
+CLI::App* AddCommand(CLI::App& parent, const std::string& name, const std::string& what,
+                     const std::string& example) {
+  CLI::App* sub = parent.add_subcommand(name, what);
+  sub->footer("Example:\n  " + example);
+  return sub;
+}
+
+}  // namespace
+
+int RunWeft(int argc, char** argv, const VolumeOpener& opener, int in_fd, FILE* out, FILE* err,
+            bool err_is_tty) {
+  try {
+    GlobalOptions global;
+    CLI::App app{
+        "weft: a deduplicating, versioned data store for training data (single-node engine).\n"
+        "Paths inside Weft are absolute ('/datasets/x'); a missing leading '/' is added.",
+        "weft"};
+    app.set_version_flag("--version", "weft " WEFT_VERSION);
+    app.require_subcommand(1);
+    app.fallthrough();  // global options may follow the subcommand too
+    app.add_option("--data", global.data_dir, "Data directory of the volume")
+        ->capture_default_str();
+    app.add_flag("--json", global.json, "Machine-readable JSON output (listing commands)");
+    app.add_flag("-q,--quiet", global.quiet, "No progress bar, warnings or chatter");
+    app.footer(
+        "Example:\n  weft --data ./weft-data put ./images /datasets/images\n"
+        "Run 'weft COMMAND --help' for each command's options and an example.");
+
+    int code = kExitOk;
+    // Each subcommand's callback runs after a successful parse and sets the exit code.
+    std::function<int(CommandEnv&)> action;
+
+    PutArgs put;
+    CLI::App* put_cmd = AddCommand(
+        app, "put",
+        "Store local files or directory trees (or '-' for stdin) in Weft.\n"
+        "Semantics follow 'cp -r': if DEST is an existing directory (or there are several\n"
+        "SRCs) each SRC lands inside it as DEST/<basename>; otherwise a file SRC becomes DEST\n"
+        "and a directory SRC's contents become DEST. 'put FILE /dir/' (trailing '/') puts the\n"
+        "file into /dir, creating it. Missing parents are created. Symlinks inside a tree are\n"
+        "stored as symlinks; sockets and devices are skipped. Each file is streamed in 1 MiB\n"
+        "pieces and becomes visible atomically when complete.",
+        "weft put ./imagenet /datasets/imagenet     # -> /datasets/imagenet/...\n"
+        "  tar c shard | weft put - /shards/000.tar\n"
+        "  weft put -v a.bin b.bin /in/               # prints 'committed PATH SIZE ETAG'");
+    put_cmd->add_option("paths", put.paths, "SRC... DEST")->required();
+    put_cmd->add_flag("-v,--verbose", put.verbose,
+                      "Print 'committed <path> <size> <etag>' once each file is durable");
+    put_cmd->callback([&] { action = [&](CommandEnv& env) { return RunPut(env, put); }; });
+
+    GetArgs get;
+    CLI::App* get_cmd = AddCommand(
+        app, "get",
+        "Copy a file or tree out of Weft to the local file system ('cp -r' semantics:\n"
+        "into DEST/<basename> when DEST is an existing directory). DEST '-' writes a file to\n"
+        "stdout.",
+        "weft get --snapshot v1 /datasets/imagenet ./restore");
+    get_cmd->add_option("src", get.src, "Weft path")->required();
+    get_cmd->add_option("dest", get.dest, "Local path")->required();
+    get_cmd->add_option("--snapshot", get.snapshot, "Read as of this snapshot");
+    get_cmd->callback([&] { action = [&](CommandEnv& env) { return RunGet(env, get); }; });
+
+    CatArgs cat;
+    CLI::App* cat_cmd =
+        AddCommand(app, "cat", "Write a file (or a byte range of it) to stdout.",
+                   "weft cat --offset 1048576 --length 4096 /ckpt/model.bin | xxd | head\n"
+                   "  weft cat --version <ID from 'weft log'> /data/config.json");
+    cat_cmd->add_option("path", cat.path, "Weft path")->required();
+    cat_cmd->add_option("--snapshot", cat.snapshot, "Read as of this snapshot");
+    cat_cmd->add_option("--version", cat.version, "Read this version (see 'weft log')");
+    cat_cmd->add_option("--offset", cat.offset, "First byte to read");
+    cat_cmd->add_option("--length", cat.length, "Bytes to read (default: to the end)");
+    cat_cmd->callback([&] { action = [&](CommandEnv& env) { return RunCat(env, cat); }; });
+
+    LsArgs ls;
+    CLI::App* ls_cmd =
+        AddCommand(app, "ls",
+                   "List a directory (sorted by name; directories end in '/'), or show one file.\n"
+                   "-l adds mode, size and mtime (UTC); --json prints an array of objects.",
+                   "weft ls -l /datasets\n  weft --json ls --snapshot v1 /datasets");
+    ls_cmd->add_option("path", ls.path, "Weft path")->capture_default_str();
+    ls_cmd->add_flag("-l", ls.long_format, "Long format");
+    ls_cmd->add_option("--snapshot", ls.snapshot, "List as of this snapshot");
+    ls_cmd->callback([&] { action = [&](CommandEnv& env) { return RunLs(env, ls); }; });
+
+    StatArgs stat;
+    CLI::App* stat_cmd = AddCommand(app, "stat",
+                                    "Show a path's metadata: type, size, mode, owner, times, "
+                                    "ETag (MD5), version id, chunk count.",
+                                    "weft stat --json /datasets/imagenet/train/0001.jpg");
+    stat_cmd->add_option("path", stat.path, "Weft path")->required();
+    stat_cmd->add_option("--snapshot", stat.snapshot, "As of this snapshot");
+    stat_cmd->callback([&] { action = [&](CommandEnv& env) { return RunStat(env, stat); }; });
+
+    RmArgs rm;
+    CLI::App* rm_cmd = AddCommand(
+        app, "rm",
+        "Remove files (and with -r directory trees). Old versions stay readable through\n"
+        "snapshots and 'weft log' until 'weft gc' prunes them.",
+        "weft rm -r /scratch/run-17");
+    rm_cmd->add_option("paths", rm.paths, "Weft paths")->required();
+    rm_cmd->add_flag("-r,--recursive", rm.recursive, "Remove directories and their contents");
+    rm_cmd->callback([&] { action = [&](CommandEnv& env) { return RunRm(env, rm); }; });
+
+    MvArgs mv;
+    CLI::App* mv_cmd = AddCommand(
+        app, "mv",
+        "Rename atomically. If DST is an existing directory, SRC moves into it; an existing\n"
+        "file (or empty directory) at DST is replaced.",
+        "weft mv /incoming/batch-7 /datasets/");
+    mv_cmd->add_option("src", mv.src, "Weft path")->required();
+    mv_cmd->add_option("dst", mv.dest, "Weft path")->required();
+    mv_cmd->callback([&] { action = [&](CommandEnv& env) { return RunMv(env, mv); }; });
+
+    MkdirArgs mkdir;
+    CLI::App* mkdir_cmd =
+        AddCommand(app, "mkdir", "Create directories.", "weft mkdir -p /datasets/imagenet/train");
+    mkdir_cmd->add_option("paths", mkdir.paths, "Weft paths")->required();
+    mkdir_cmd->add_flag("-p,--parents", mkdir.parents,
+                        "Create missing parents; an existing directory is not an error");
+    mkdir_cmd->callback([&] { action = [&](CommandEnv& env) { return RunMkdir(env, mkdir); }; });
+
+    CLI::App* snap_cmd = AddCommand(
+        app, "snapshot",
+        "Manage snapshots: named, read-only views of a subtree at one commit. Read them\n"
+        "with --snapshot NAME or as /.weft/snapshots/NAME/...",
+        "weft snapshot create imagenet-v3 /datasets/imagenet");
+    snap_cmd->require_subcommand(1);
+    SnapshotCreateArgs snap_create;
+    CLI::App* snap_create_cmd =
+        AddCommand(*snap_cmd, "create", "Snapshot PATH (default '/') as NAME.",
+                   "weft snapshot create imagenet-v3 /datasets/imagenet");
+    snap_create_cmd->add_option("name", snap_create.name, "Snapshot name")->required();
+    snap_create_cmd->add_option("path", snap_create.path, "Subtree")->capture_default_str();
+    snap_create_cmd->callback(
+        [&] { action = [&](CommandEnv& env) { return RunSnapshotCreate(env, snap_create); }; });
+    CLI::App* snap_list_cmd =
+        AddCommand(*snap_cmd, "list", "List snapshots.", "weft --json snapshot list");
+    snap_list_cmd->callback(
+        [&] { action = [&](CommandEnv& env) { return RunSnapshotList(env); }; });
+    std::string snap_delete_name;
+    CLI::App* snap_delete_cmd = AddCommand(
+        *snap_cmd, "delete", "Delete a snapshot; 'weft gc' then reclaims what only it held.",
+        "weft snapshot delete imagenet-v1");
+    snap_delete_cmd->add_option("name", snap_delete_name, "Snapshot name")->required();
+    snap_delete_cmd->callback([&] {
+      action = [&](CommandEnv& env) { return RunSnapshotDelete(env, snap_delete_name); };
+    });
+
+    std::string log_path;
+    CLI::App* log_cmd = AddCommand(
+        app, "log", "List the versions of a file, newest first (ids for 'weft cat --version').",
+        "weft log /ckpt/latest.pt");
+    log_cmd->add_option("path", log_path, "Weft path")->required();
+    log_cmd->callback([&] { action = [&](CommandEnv& env) { return RunLog(env, log_path); }; });
+
+    CLI::App* du_cmd = AddCommand(
+        app, "du",
+        "Space use of the whole volume: logical bytes (live files), referenced bytes (all\n"
+        "retained versions), unique and stored chunk bytes, dedup ratio (referenced /\n"
+        "unique) and compression ratio (unique / stored).",
+        "weft --json du");
+    du_cmd->callback([&] { action = [&](CommandEnv& env) { return RunDu(env); }; });
+
+    GcArgs gc;
+    CLI::App* gc_cmd = AddCommand(
+        app, "gc",
+        "Collect garbage: prune non-current versions not held by a snapshot and older than\n"
+        "--keep-noncurrent, remove chunks nothing reaches, compact packs; prints what was\n"
+        "reclaimed.",
+        "weft gc --keep-noncurrent 7d");
+    gc_cmd
+        ->add_option("--keep-noncurrent", gc.keep_noncurrent,
+                     "Keep non-current versions this long (0s, 90m, 24h, 7d, 2w)")
+        ->capture_default_str();
+    gc_cmd->callback([&] { action = [&](CommandEnv& env) { return RunGc(env, gc); }; });
+
+    CLI::App* fsck_cmd = AddCommand(
+        app, "fsck",
+        "Verify every pack, chunk (hash) and manifest; list each problem and exit 1 if any.",
+        "weft fsck && echo clean");
+    fsck_cmd->callback([&] { action = [&](CommandEnv& env) { return RunFsck(env); }; });
+
+    ChangesArgs changes;
+    CLI::App* changes_cmd = AddCommand(
+        app, "changes", "Print the change feed: every commit after --after, oldest first.",
+        "weft changes --after 1200 --json");
+    changes_cmd->add_option("--after", changes.after, "Only changes with a sequence above this");
+    changes_cmd->add_option("--limit", changes.limit, "At most this many (0 = all)");
+    changes_cmd->callback(
+        [&] { action = [&](CommandEnv& env) { return RunChanges(env, changes); }; });
+
+    try {
+      app.parse(argc, argv);
+    } catch (const CLI::CallForHelp&) {
+      std::string text = app.help();
+      std::fwrite(text.data(), 1, text.size(), out);
+      return kExitOk;
+    } catch (const CLI::CallForAllHelp&) {
+      std::string text = app.help("", CLI::AppFormatMode::All);
+      std::fwrite(text.data(), 1, text.size(), out);
+      return kExitOk;
+    } catch (const CLI::CallForVersion& e) {
+      std::fprintf(out, "%s\n", e.what());
+      return kExitOk;
+    } catch (const CLI::ParseError& e) {
+      std::string cmd = CommandPath(app);
+      std::fprintf(err, "weft: %s (see 'weft%s%s --help')\n", e.what(), cmd.empty() ? "" : " ",
+                   cmd.c_str());
+      return kExitUsage;
+    }
+    if (!action) {
+      std::fprintf(err, "weft: no command given (see 'weft --help')\n");
+      return kExitUsage;
+    }
+    CommandEnv env(global, opener, in_fd, out, err, err_is_tty);
+    code = action(env);
+    std::fflush(out);
+    return code;
+  } catch (const std::exception& e) {
+    std::fprintf(err, "weft: internal error: %s\n", e.what());
+    return kExitError;
+  } catch (...) {
+    std::fprintf(err, "weft: internal error: unknown exception\n");
+    return kExitError;
+  }
+}
+
+}  // namespace weft::cli

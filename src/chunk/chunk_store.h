@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,13 @@ class ChunkStore {
   // The chunk's plaintext, verified against `id`; Corruption (naming the pack) if the stored
   // bytes do not hash to `id`; NotFound if absent.
   virtual Result<std::string> Get(const ChunkId& id) = 0;
+
+  // The same bytes as shared immutable memory; a caching store hands out its copy without
+  // copying again.
+  virtual Result<std::shared_ptr<const std::string>> GetShared(const ChunkId& id) {
+    WEFT_ASSIGN_OR_RETURN(std::string data, Get(id));
+    return std::make_shared<const std::string>(std::move(data));
+  }
 
   // Removes every chunk for which `is_live` is false and reclaims the space (pack compaction).
   // Never removes a chunk for which `is_live` is true.

@@ -7,6 +7,7 @@
 #include <random>
 #include <thread>
 
+#include "chunk/caching_chunk_store.h"
 #include "chunk/mem_chunk_store.h"
 #include "chunk/pack_chunk_store.h"
 #include "io/mem_file_system.h"
@@ -137,6 +138,14 @@ INSTANTIATE_TEST_SUITE_P(
                                    PackStoreOptions opts;
                                    opts.target_pack_size_for_test = 64 * 1024;
                                    return std::move(OpenPackChunkStore(fs, "/store", opts).value());
+                                 }},
+                    StoreFactory{"CachedPack",
+                                 [](FileSystem* fs) -> std::unique_ptr<ChunkStore> {
+                                   PackStoreOptions opts;
+                                   opts.target_pack_size_for_test = 64 * 1024;
+                                   std::shared_ptr<ChunkStore> packs =
+                                       std::move(OpenPackChunkStore(fs, "/store", opts).value());
+                                   return std::make_unique<CachingChunkStore>(packs, 1 << 20);
                                  }}),
     [](const testing::TestParamInfo<StoreFactory>& param) { return param.param.name; });
 

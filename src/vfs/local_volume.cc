@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "chunk/caching_chunk_store.h"
 #include "chunk/pack_chunk_store.h"
 #include "vfs/internal/background_md5.h"
 #include "vfs/internal/namespace_view.h"
@@ -295,9 +296,9 @@ class LocalFileReader final : public FileReader {
       std::lock_guard lock(mu_);
       if (cached_ && cached_idx_ == idx) return cached_;
     }
-    Result<std::string> data = chunks_->Get(manifest_.chunks[idx].id);
+    Result<std::shared_ptr<const std::string>> data = chunks_->GetShared(manifest_.chunks[idx].id);
     if (!data.ok()) return data.status().WithContext(info_.path);
-    auto shared = std::make_shared<const std::string>(std::move(data).value());
+    std::shared_ptr<const std::string> shared = std::move(data).value();
     std::lock_guard lock(mu_);
     cached_ = shared;
     cached_idx_ = idx;
@@ -1238,8 +1239,9 @@ Result<std::unique_ptr<Volume>> OpenLocalVolume(const std::string& data_dir,
   WEFT_RETURN_IF_ERROR(fs->CreateDirs(data_dir).WithContext("creating data directory"));
   // The metadata store takes the directory's lock first, so a second process stops here.
   WEFT_ASSIGN_OR_RETURN(std::unique_ptr<KvStore> kv, OpenRocksKvStore(data_dir + "/meta"));
-  WEFT_ASSIGN_OR_RETURN(std::unique_ptr<ChunkStore> chunks,
+  WEFT_ASSIGN_OR_RETURN(std::unique_ptr<ChunkStore> packs,
                         OpenPackChunkStore(fs, data_dir + "/packs", PackStoreOptions{}));
+  auto chunks = std::make_shared<CachingChunkStore>(std::move(packs), options.chunk_cache_bytes);
   return NewLocalVolume(std::move(kv), std::move(chunks), options);
 }
 

@@ -19,6 +19,8 @@ namespace weft {
 struct LocalVolumeOptions {
   ChunkerOptions chunker;
   Clock* clock = SystemClock::Default();
+  // OpenLocalVolume only: memory for recently read, verified chunks (0 disables).
+  uint64_t chunk_cache_bytes = 256ull << 20;
 };
 
 // Builds a LocalVolume over stores the caller made (tests use the in-memory fakes).

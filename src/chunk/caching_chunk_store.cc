@@ -1,0 +1,75 @@
+#include "chunk/caching_chunk_store.h"
+
+namespace weft {
+
+CachingChunkStore::CachingChunkStore(std::shared_ptr<ChunkStore> base, uint64_t capacity_bytes)
+    : base_(std::move(base)), capacity_(capacity_bytes) {}
+
+Result<std::shared_ptr<const std::string>> CachingChunkStore::GetShared(const ChunkId& id) {
+  {
+    std::lock_guard lock(mu_);
+    auto it = map_.find(id);
+    if (it != map_.end()) {
+      lru_.splice(lru_.begin(), lru_, it->second);
+      ++hits_;
+      return it->second->second;
+    }
+    ++misses_;
+  }
+  // Read outside the lock: other readers proceed; two misses of one id both read it once.
+  WEFT_ASSIGN_OR_RETURN(std::string data, base_->Get(id));
+  auto shared = std::make_shared<const std::string>(std::move(data));
+  Insert(id, shared);
+  return shared;
+}
+
+Result<std::string> CachingChunkStore::Get(const ChunkId& id) {
+  WEFT_ASSIGN_OR_RETURN(std::shared_ptr<const std::string> data, GetShared(id));
+  return *data;
+}
+
+void CachingChunkStore::Insert(const ChunkId& id, std::shared_ptr<const std::string> data) {
+  if (data->size() > capacity_ / 4) return;  // one huge chunk must not flush everything
+  std::lock_guard lock(mu_);
+  if (map_.count(id)) return;
+  bytes_ += data->size();
+  lru_.emplace_front(id, std::move(data));
+  map_[id] = lru_.begin();
+  while (bytes_ > capacity_ && !lru_.empty()) {
+    bytes_ -= lru_.back().second->size();
+    map_.erase(lru_.back().first);
+    lru_.pop_back();
+  }
+}
+
+Result<SweepStats> CachingChunkStore::Sweep(const std::function<bool(const ChunkId&)>& is_live) {
+  {
+    // Content-addressed bytes never go stale; dead chunks are dropped to free the memory.
+    std::lock_guard lock(mu_);
+    for (auto it = lru_.begin(); it != lru_.end();) {
+      if (is_live(it->first)) {
+        ++it;
+        continue;
+      }
+      bytes_ -= it->second->size();
+      map_.erase(it->first);
+      it = lru_.erase(it);
+    }
+  }
+  return base_->Sweep(is_live);
+}
+
+uint64_t CachingChunkStore::cached_bytes() const {
+  std::lock_guard lock(mu_);
+  return bytes_;
+}
+uint64_t CachingChunkStore::hits() const {
+  std::lock_guard lock(mu_);
+  return hits_;
+}
+uint64_t CachingChunkStore::misses() const {
+  std::lock_guard lock(mu_);
+  return misses_;
+}
+
+}  // namespace weft

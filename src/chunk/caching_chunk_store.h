@@ -1,0 +1,52 @@
+// CachingChunkStore: a ChunkStore decorator that keeps recently read chunks, already verified
+// against their ids, in memory (LRU by bytes). Random small reads of a file otherwise fetch,
+// decompress and SHA-256 a whole chunk per read; with the cache, repeated reads of a hot set
+// cost a lookup and a copy, as the page cache does for local files. Every byte it serves was
+// verified when it was read from the store below. Thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+
+#include "chunk/chunk_store.h"
+
+namespace weft {
+
+class CachingChunkStore final : public ChunkStore {
+ public:
+  // `capacity_bytes` of chunk plaintext at most; 0 disables caching.
+  CachingChunkStore(std::shared_ptr<ChunkStore> base, uint64_t capacity_bytes);
+
+  Result<bool> Put(const ChunkId& id, ByteSpan data) override { return base_->Put(id, data); }
+  Status Flush() override { return base_->Flush(); }
+  bool Contains(const ChunkId& id) override { return base_->Contains(id); }
+  Result<std::string> Get(const ChunkId& id) override;
+  Result<std::shared_ptr<const std::string>> GetShared(const ChunkId& id) override;
+  Result<SweepStats> Sweep(const std::function<bool(const ChunkId&)>& is_live) override;
+  // Verifies what is on disk, bypassing the cache.
+  Status Verify(std::vector<ChunkProblem>* problems) override { return base_->Verify(problems); }
+  ChunkStoreStats Stats() override { return base_->Stats(); }
+
+  uint64_t cached_bytes() const;
+  uint64_t hits() const;
+  uint64_t misses() const;
+
+ private:
+  using Lru = std::list<std::pair<ChunkId, std::shared_ptr<const std::string>>>;
+
+  void Insert(const ChunkId& id, std::shared_ptr<const std::string> data);
+
+  std::shared_ptr<ChunkStore> base_;
+  const uint64_t capacity_;
+  mutable std::mutex mu_;
+  Lru lru_;  // GUARDED_BY(mu_): most recently used first
+  std::unordered_map<ChunkId, Lru::iterator, ChunkIdHash> map_;  // GUARDED_BY(mu_)
+  uint64_t bytes_ = 0;                                           // GUARDED_BY(mu_)
+  uint64_t hits_ = 0;                                            // GUARDED_BY(mu_)
+  uint64_t misses_ = 0;                                          // GUARDED_BY(mu_)
+};
+
+}  // namespace weft

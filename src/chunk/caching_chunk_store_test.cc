@@ -1,0 +1,61 @@
+// CachingChunkStore: serves repeated reads from memory, bounded by bytes, and drops swept
+// chunks. (The ChunkStore contract over it runs in chunk_store_test.cc.)
+#include "chunk/caching_chunk_store.h"
+
+#include <gtest/gtest.h>
+
+#include "chunk/mem_chunk_store.h"
+
+namespace weft {
+namespace {
+
+ChunkId PutBytes(ChunkStore* store, const std::string& data) {
+  ChunkId id = ChunkId::Of(AsBytes(data));
+  EXPECT_TRUE(store->Put(id, AsBytes(data)).ok());
+  return id;
+}
+
+TEST(CachingChunkStoreTest, RepeatedReadsHitAndCapacityBounds) {
+  auto base = std::make_shared<MemChunkStore>();
+  CachingChunkStore cache(base, 10000);
+  ChunkId a = PutBytes(&cache, std::string(2000, 'a'));
+  ChunkId b = PutBytes(&cache, std::string(2000, 'b'));
+  ASSERT_EQ(*cache.Get(a), std::string(2000, 'a'));
+  ASSERT_EQ(*cache.Get(a), std::string(2000, 'a'));
+  EXPECT_EQ(cache.misses(), 1u);
+  EXPECT_EQ(cache.hits(), 1u);
+  // The shared bytes are the cached copy itself.
+  EXPECT_EQ(cache.GetShared(a)->get(), cache.GetShared(a)->get());
+
+  for (int i = 0; i < 10; ++i)
+    ASSERT_TRUE(cache.Get(PutBytes(&cache, std::string(2000, 'c' + i))).ok());
+  EXPECT_LE(cache.cached_bytes(), 10000u);
+  ASSERT_TRUE(cache.Get(b).ok());  // evicted long ago: read again from below
+  EXPECT_GE(cache.misses(), 12u);
+}
+
+TEST(CachingChunkStoreTest, ServesOnlyVerifiedBytes) {
+  auto base = std::make_shared<MemChunkStore>();
+  CachingChunkStore cache(base, 1 << 20);
+  ChunkId id = PutBytes(&cache, "payload");
+  ASSERT_TRUE(base->CorruptForTest(id));
+  EXPECT_EQ(cache.Get(id).status().code(), StatusCode::kCorruption);
+  EXPECT_EQ(cache.cached_bytes(), 0u);  // failures are not cached
+}
+
+TEST(CachingChunkStoreTest, SweepDropsDeadChunks) {
+  auto base = std::make_shared<MemChunkStore>();
+  CachingChunkStore cache(base, 1 << 20);
+  ChunkId keep = PutBytes(&cache, "keep");
+  ChunkId drop = PutBytes(&cache, "drop");
+  ASSERT_TRUE(cache.Get(keep).ok() && cache.Get(drop).ok());
+  auto swept = cache.Sweep([&](const ChunkId& id) { return id == keep; });
+  ASSERT_TRUE(swept.ok());
+  EXPECT_EQ(swept->chunks_removed, 1u);
+  EXPECT_EQ(cache.cached_bytes(), 4u);
+  EXPECT_EQ(cache.Get(drop).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(*cache.Get(keep), "keep");
+}
+
+}  // namespace
+}  // namespace weft

@@ -58,15 +58,27 @@ bool IsUnderSnapshotsDir(const std::vector<std::string>& segments) {
 
 class LocalVolume;
 
+// A written file whose chunks are stored, ready to commit.
+struct PreparedFile {
+  std::string path;
+  WriteOptions opts;
+  Manifest manifest;
+};
+
 // One mutation: staged records at sequence `seq`, applied by LocalVolume::Apply.
 struct Txn {
   Txn(KvStore* kv, uint64_t s, int64_t now, uint64_t next)
       : reader(kv), seq(s), now_ns(now), next_ino(next) {}
 
   TxnReader reader;
-  uint64_t seq;
+  uint64_t seq;  // the sequence being written; a batch advances it once per file
   int64_t now_ns;
   uint64_t next_ino;
+  std::vector<Change> changes;  // feed records; Mutate adds one if the body added none
+
+  // Starts the next sub-operation of a batch at its own sequence. No reader can observe the
+  // sequences in between: the whole batch is one atomic KV write.
+  void AdvanceSequence() { ++seq; }
 
   Result<std::optional<schema::Current<Dirent>>> GetDirent(uint64_t parent, std::string_view name) {
     WEFT_ASSIGN_OR_RETURN(auto v, reader.Get(schema::DirentKey(parent, name)));
@@ -169,8 +181,11 @@ class LocalVolume final : public Volume {
   void ReleaseChunks(const std::vector<ChunkRef>& chunks);
   Status FlushChunks() { return chunks_->Flush(); }
   Status CheckWritable(const std::string& path, const WriteOptions& opts);
-  Result<FileInfo> CommitFile(const RequestContext& ctx, const std::string& path,
-                              const WriteOptions& opts, Manifest manifest);
+  // Commits files whose chunks are flushed, in one transaction.
+  Result<std::vector<FileInfo>> CommitFiles(const RequestContext& ctx,
+                                            const std::vector<PreparedFile>& files);
+  Result<std::vector<FileInfo>> CommitAll(
+      const RequestContext& ctx, std::vector<std::unique_ptr<FileWriter>> writers) override;
   ChunkStore* chunk_store() { return chunks_.get(); }
 
  private:
@@ -190,6 +205,8 @@ class LocalVolume final : public Volume {
   template <typename Body>
   Status Mutate(const RequestContext& ctx, std::string op, std::string path, std::string path2,
                 Body body);
+  Result<FileInfo> StageFile(Txn* t, const RequestContext& ctx, const std::string& path,
+                             const WriteOptions& opts, Manifest manifest);
   Result<uint64_t> ResolveDirForWrite(Txn* txn, const std::vector<std::string>& segments,
                                       bool create_parents, const RequestContext& ctx);
   Result<FileInfo> InfoOfLive(const std::string& path);
@@ -338,10 +355,21 @@ class LocalFileWriter final : public FileWriter {
   }
 
   Result<FileInfo> Commit() override {
+    WEFT_ASSIGN_OR_RETURN(PreparedFile file, Prepare());
+    // Chunks must be durable before the manifest that names them.
+    Status s = volume_->FlushChunks();
+    Result<std::vector<FileInfo>> infos =
+        s.ok() ? volume_->CommitFiles(ctx_, {std::move(file)}) : Result<std::vector<FileInfo>>(s);
+    Abort();  // releases the pending chunk references either way
+    if (!infos.ok()) return infos.status();
+    return std::move(infos->front());
+  }
+
+  // Stores the last chunk and completes the manifest; the chunks stay referenced (safe from
+  // GC) until Abort() or destruction.
+  Result<PreparedFile> Prepare() {
     if (done_) return FailedPrecondition(path_ + ": writer already committed or aborted");
     Status s = splitter_.Finish();
-    // Chunks must be durable before the manifest that names them.
-    if (s.ok()) s = volume_->FlushChunks();
     if (!s.ok()) {
       Abort();
       return s;
@@ -349,10 +377,11 @@ class LocalFileWriter final : public FileWriter {
     manifest_.size = splitter_.bytes_written();
     auto digest = md5_.Finish();
     manifest_.etag = ToHex(ByteSpan(digest.data(), digest.size()));
-    Result<FileInfo> info = volume_->CommitFile(ctx_, path_, opts_, manifest_);
-    Abort();  // releases the pending chunk references either way
-    return info;
+    return PreparedFile{path_, opts_, manifest_};
   }
+
+  bool BelongsTo(const LocalVolume* volume) const { return volume_ == volume; }
+  const RequestContext& ctx() const { return ctx_; }
 
   void Abort() override {
     if (done_) return;
@@ -601,9 +630,13 @@ Status LocalVolume::Mutate(const RequestContext& ctx, std::string op, std::strin
   std::lock_guard lock(commit_mu_);
   Txn txn(kv_.get(), seq_ + 1, options_.clock->NowNanos(), next_ino_);
   WEFT_RETURN_IF_ERROR(body(&txn));
-  Change change{txn.seq,         txn.now_ns,       std::move(op),
-                std::move(path), std::move(path2), ctx.principal};
-  txn.reader.Put(schema::FeedKey(txn.seq), schema::EncodeChange(change));
+  if (txn.changes.empty()) {
+    txn.changes.push_back(Change{txn.seq, txn.now_ns, std::move(op), std::move(path),
+                                 std::move(path2), ctx.principal});
+  }
+  for (const Change& change : txn.changes) {
+    txn.reader.Put(schema::FeedKey(change.sequence), schema::EncodeChange(change));
+  }
   txn.reader.Put(schema::SystemKey("seq"), schema::EncodeU64(txn.seq));
   txn.reader.Put(schema::SystemKey("next_ino"), schema::EncodeU64(txn.next_ino));
   WEFT_RETURN_IF_ERROR(kv_->Write(txn.reader.batch()));
@@ -641,57 +674,86 @@ Result<uint64_t> LocalVolume::ResolveDirForWrite(Txn* txn, const std::vector<std
   return ino;
 }
 
-Result<FileInfo> LocalVolume::CommitFile(const RequestContext& ctx, const std::string& path,
-                                         const WriteOptions& opts, Manifest manifest) {
+Result<FileInfo> LocalVolume::StageFile(Txn* t, const RequestContext& ctx, const std::string& path,
+                                        const WriteOptions& opts, Manifest manifest) {
   WEFT_ASSIGN_OR_RETURN(ParentAndName pn, SplitParent(path));
-  FileInfo out;
-  Status s = Mutate(ctx, "write", path, "", [&](Txn* t) -> Status {
-    WEFT_ASSIGN_OR_RETURN(uint64_t parent,
-                          ResolveDirForWrite(t, pn.parent, opts.create_parents, ctx));
-    WEFT_ASSIGN_OR_RETURN(auto existing, t->GetDirent(parent, pn.name));
-    if (existing && existing->value.type == FileType::kDirectory) {
-      return IsADirectory(path + ": is a directory");
+  WEFT_ASSIGN_OR_RETURN(uint64_t parent,
+                        ResolveDirForWrite(t, pn.parent, opts.create_parents, ctx));
+  WEFT_ASSIGN_OR_RETURN(auto existing, t->GetDirent(parent, pn.name));
+  if (existing && existing->value.type == FileType::kDirectory) {
+    return IsADirectory(path + ": is a directory");
+  }
+  std::optional<schema::Current<Inode>> current;
+  if (existing && existing->value.type == FileType::kFile) {
+    WEFT_ASSIGN_OR_RETURN(current, t->GetInode(existing->value.ino));
+  }
+  if (opts.if_version) {
+    std::string have =
+        current ? schema::MakeVersionId(existing->value.ino, current->value.content_seq) : "";
+    if (have != *opts.if_version) {
+      return FailedPrecondition(path + ": current version is '" + have + "', expected '" +
+                                *opts.if_version + "'");
     }
-    std::optional<schema::Current<Inode>> current;
-    if (existing && existing->value.type == FileType::kFile) {
-      WEFT_ASSIGN_OR_RETURN(current, t->GetInode(existing->value.ino));
+  }
+  uint64_t ino;
+  Inode inode;
+  if (current) {
+    ino = existing->value.ino;
+    inode = current->value;
+  } else {
+    if (existing) WEFT_RETURN_IF_ERROR(t->DeleteInode(existing->value.ino));  // a symlink
+    ino = t->AllocateInode();
+    inode.type = FileType::kFile;
+    inode.mode = opts.mode & 07777;
+    inode.uid = ctx.uid;
+    inode.gid = ctx.gid;
+    WEFT_RETURN_IF_ERROR(t->PutDirent(parent, pn.name, Dirent{ino, FileType::kFile}));
+  }
+  inode.size = manifest.size;
+  inode.mtime_ns = opts.mtime_ns.value_or(t->now_ns);
+  inode.ctime_ns = t->now_ns;
+  inode.content_seq = t->seq;
+  inode.etag = manifest.etag;
+  inode.chunks = manifest.chunks.size();
+  manifest.mtime_ns = inode.mtime_ns;
+  WEFT_RETURN_IF_ERROR(t->PutInode(ino, inode));
+  t->reader.Put(schema::ManifestKey(ino, t->seq), schema::EncodeManifest(manifest));
+  t->changes.push_back(Change{t->seq, t->now_ns, "write", path, "", ctx.principal});
+  return MakeFileInfo(path, ino, inode);
+}
+
+Result<std::vector<FileInfo>> LocalVolume::CommitFiles(const RequestContext& ctx,
+                                                       const std::vector<PreparedFile>& files) {
+  std::vector<FileInfo> out;
+  if (files.empty()) return out;
+  Status s = Mutate(ctx, "write", files[0].path, "", [&](Txn* t) -> Status {
+    for (size_t i = 0; i < files.size(); ++i) {
+      if (i > 0) t->AdvanceSequence();
+      WEFT_ASSIGN_OR_RETURN(FileInfo info,
+                            StageFile(t, ctx, files[i].path, files[i].opts, files[i].manifest));
+      out.push_back(std::move(info));
     }
-    if (opts.if_version) {
-      std::string have =
-          current ? schema::MakeVersionId(existing->value.ino, current->value.content_seq) : "";
-      if (have != *opts.if_version) {
-        return FailedPrecondition(path + ": current version is '" + have + "', expected '" +
-                                  *opts.if_version + "'");
-      }
-    }
-    uint64_t ino;
-    Inode inode;
-    if (current) {
-      ino = existing->value.ino;
-      inode = current->value;
-    } else {
-      if (existing) WEFT_RETURN_IF_ERROR(t->DeleteInode(existing->value.ino));  // a symlink
-      ino = t->AllocateInode();
-      inode.type = FileType::kFile;
-      inode.mode = opts.mode & 07777;
-      inode.uid = ctx.uid;
-      inode.gid = ctx.gid;
-      WEFT_RETURN_IF_ERROR(t->PutDirent(parent, pn.name, Dirent{ino, FileType::kFile}));
-    }
-    inode.size = manifest.size;
-    inode.mtime_ns = opts.mtime_ns.value_or(t->now_ns);
-    inode.ctime_ns = t->now_ns;
-    inode.content_seq = t->seq;
-    inode.etag = manifest.etag;
-    inode.chunks = manifest.chunks.size();
-    manifest.mtime_ns = inode.mtime_ns;
-    WEFT_RETURN_IF_ERROR(t->PutInode(ino, inode));
-    t->reader.Put(schema::ManifestKey(ino, t->seq), schema::EncodeManifest(manifest));
-    out = MakeFileInfo(path, ino, inode);
     return OkStatus();
   });
   if (!s.ok()) return s;
   return out;
+}
+
+Result<std::vector<FileInfo>> LocalVolume::CommitAll(
+    const RequestContext& ctx, std::vector<std::unique_ptr<FileWriter>> writers) {
+  std::vector<PreparedFile> files;
+  files.reserve(writers.size());
+  for (const auto& w : writers) {
+    auto* local = dynamic_cast<LocalFileWriter*>(w.get());
+    if (local == nullptr || !local->BelongsTo(this)) {
+      return InvalidArgument("CommitAll takes writers opened on this volume");
+    }
+    WEFT_ASSIGN_OR_RETURN(PreparedFile file, local->Prepare());
+    files.push_back(std::move(file));
+  }
+  WEFT_RETURN_IF_ERROR(FlushChunks());
+  // `writers` keep their chunks referenced until they are destroyed, after the commit.
+  return CommitFiles(ctx, files);
 }
 
 Result<FileInfo> LocalVolume::InfoOfLive(const std::string& path) {

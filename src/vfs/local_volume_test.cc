@@ -443,6 +443,52 @@ TEST_F(LocalVolumeTest, ConcurrentWritersAndReaders) {
   EXPECT_EQ(vol_->ReadDir(ctx_, "/", opts)->entries.size(), kThreads * kFiles + 1u);
 }
 
+TEST_F(LocalVolumeTest, CommitAllIsAtomic) {
+  ASSERT_TRUE(vol_->Mkdir(ctx_, "/dir").ok());
+  uint64_t before = LastSequence();
+  auto batch = [&](std::vector<std::pair<std::string, std::string>> files) {
+    std::vector<std::unique_ptr<FileWriter>> writers;
+    for (auto& [path, data] : files) {
+      WriteOptions opts;
+      opts.create_parents = true;
+      auto w = vol_->OpenWriter(ctx_, path, opts);
+      EXPECT_TRUE(w.ok()) << path;
+      EXPECT_TRUE((*w)->Write(AsBytes(data)).ok());
+      writers.push_back(std::move(w).value());
+    }
+    return vol_->CommitAll(ctx_, std::move(writers));
+  };
+  std::string big = RandomBytes(20000, 7);
+  auto infos = batch({{"/b/one", "1"}, {"/b/two", big}, {"/b/one", "1 again"}});
+  ASSERT_TRUE(infos.ok()) << infos.status().ToString();
+  ASSERT_EQ(infos->size(), 3u);
+  EXPECT_EQ(*ReadFile(vol_.get(), "/b/one"), "1 again");
+  EXPECT_EQ(*ReadFile(vol_.get(), "/b/two"), big);
+  EXPECT_EQ(vol_->ListVersions(ctx_, "/b/one")->size(), 2u);
+  auto changes = vol_->ReadChanges(ctx_, before, 100);
+  ASSERT_TRUE(changes.ok());
+  ASSERT_EQ(changes->size(), 3u);  // one feed record per file, in order
+  EXPECT_EQ((*changes)[1].path, "/b/two");
+  EXPECT_LT((*changes)[0].sequence, (*changes)[2].sequence);
+
+  // One bad file: nothing of the batch becomes visible.
+  uint64_t after_first = LastSequence();
+  ASSERT_TRUE(WriteFile(vol_.get(), "/dir/x", "x").ok());
+  WriteOptions with_parents;
+  with_parents.create_parents = true;
+  auto w1 = vol_->OpenWriter(ctx_, "/c/new", with_parents);
+  ASSERT_TRUE(w1.ok());
+  auto w2 = vol_->OpenWriter(ctx_, "/dir/sub");
+  ASSERT_TRUE(w2.ok());
+  ASSERT_TRUE(vol_->Mkdir(ctx_, "/dir/sub").ok());  // the second now targets a directory
+  std::vector<std::unique_ptr<FileWriter>> writers;
+  writers.push_back(std::move(w1).value());
+  writers.push_back(std::move(w2).value());
+  EXPECT_EQ(vol_->CommitAll(ctx_, std::move(writers)).status().code(), StatusCode::kIsADirectory);
+  EXPECT_EQ(vol_->Stat(ctx_, "/c").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(LastSequence(), after_first + 2);  // the write of /dir/x and the mkdir only
+}
+
 TEST_F(LocalVolumeTest, ReopenKeepsEverything) {
   ASSERT_TRUE(WriteFile(vol_.get(), "/persist", "bytes").ok());
   ASSERT_TRUE(vol_->CreateSnapshot(ctx_, "s", "/").ok());

@@ -688,8 +688,11 @@ Result<FileInfo> LocalVolume::StageFile(Txn* t, const RequestContext& ctx, const
     WEFT_ASSIGN_OR_RETURN(current, t->GetInode(existing->value.ino));
   }
   if (opts.if_version) {
-    std::string have =
-        current ? schema::MakeVersionId(existing->value.ino, current->value.content_seq) : "";
+    // "" means "must not exist": a symlink at the path is something too.
+    std::string have = current
+                           ? schema::MakeVersionId(existing->value.ino, current->value.content_seq)
+                       : existing ? "(a symbolic link)"
+                                  : "";
     if (have != *opts.if_version) {
       return FailedPrecondition(path + ": current version is '" + have + "', expected '" +
                                 *opts.if_version + "'");
@@ -832,7 +835,10 @@ Status LocalVolume::Rename(const RequestContext& ctx, const std::string& from,
   WEFT_ASSIGN_OR_RETURN(std::vector<std::string> to_segs, SplitPath(to));
   WEFT_RETURN_IF_ERROR(RejectReserved(from_segs, from));
   WEFT_RETURN_IF_ERROR(RejectReserved(to_segs, to));
-  if (from_segs == to_segs) return OkStatus();
+  if (from_segs == to_segs) {
+    // Nothing moves, but like rename(2) it still fails if the source does not exist.
+    return Stat(ctx, from, {}).status();
+  }
   if (to_segs.size() > from_segs.size() &&
       std::equal(from_segs.begin(), from_segs.end(), to_segs.begin())) {
     return InvalidArgument("cannot move " + from + " into itself (" + to + ")");
@@ -1005,12 +1011,15 @@ Result<std::vector<VersionInfo>> LocalVolume::ListVersions(const RequestContext&
                         }));
   if (names.empty()) return NotFound(path + ": no such file and no retained versions");
 
+  // A version is ordered by when it became this path's content: the later of the name
+  // pointing at its inode and the inode holding that content (a file renamed onto the path
+  // brings content older than what it replaces).
   std::vector<VersionInfo> out;
-  std::set<std::pair<uint64_t, uint64_t>> seen;  // (ino, content_seq)
-  std::set<uint64_t> interval_ends;
-  for (const Interval& n : names) interval_ends.insert(n.begin);
+  std::map<std::pair<uint64_t, uint64_t>, size_t> index;  // (ino, content_seq) -> out[i]
+  std::set<uint64_t> interval_begins;
+  for (const Interval& n : names) interval_begins.insert(n.begin);
   for (const Interval& n : names) {
-    if (n.end != NamespaceView::kLive && !interval_ends.count(n.end)) {
+    if (n.end != NamespaceView::kLive && !interval_begins.count(n.end)) {
       VersionInfo marker;
       marker.sequence = n.end;
       marker.is_delete_marker = true;
@@ -1019,45 +1028,47 @@ Result<std::vector<VersionInfo>> LocalVolume::ListVersions(const RequestContext&
     }
     if (n.dirent.type != FileType::kFile) continue;
     // The inode's states overlapping [n.begin, n.end).
-    std::vector<std::pair<schema::History<Inode>, bool>> states;
+    std::vector<schema::History<Inode>> states;
     WEFT_ASSIGN_OR_RETURN(auto icur, snap->Get(schema::InodeKey(n.dirent.ino)));
     if (icur) {
       WEFT_ASSIGN_OR_RETURN(auto c, schema::DecodeInode(*icur));
-      states.push_back(
-          {{c.seq_begin, NamespaceView::kLive, 0, c.value}, n.end == NamespaceView::kLive});
+      states.push_back({c.seq_begin, NamespaceView::kLive, 0, c.value});
     }
     WEFT_RETURN_IF_ERROR(ForEachWithPrefix(snap.get(), schema::InodeHistoryPrefix(n.dirent.ino),
                                            [&](std::string_view, std::string_view value) -> Status {
                                              WEFT_ASSIGN_OR_RETURN(
                                                  auto h, schema::DecodeInodeHistory(value));
-                                             states.push_back({h, false});
+                                             states.push_back(h);
                                              return OkStatus();
                                            }));
-    for (const auto& [s, is_current] : states) {
-      if (s.seq_begin >= n.end || s.seq_end <= n.begin) continue;
-      if (s.value.type != FileType::kFile) continue;
-      if (!seen.insert({n.dirent.ino, s.value.content_seq}).second) {
-        if (is_current) {
-          for (auto& v : out) {
-            if (v.version_id == schema::MakeVersionId(n.dirent.ino, s.value.content_seq)) {
-              v.is_current = true;
-            }
-          }
-        }
+    for (const schema::History<Inode>& st : states) {
+      if (st.seq_begin >= n.end || st.seq_end <= n.begin) continue;
+      if (st.value.type != FileType::kFile) continue;
+      const uint64_t appeared = std::max(n.begin, st.seq_begin);
+      const bool is_current = n.end == NamespaceView::kLive && st.seq_end == NamespaceView::kLive;
+      auto [it, inserted] = index.try_emplace({n.dirent.ino, st.value.content_seq}, out.size());
+      if (!inserted) {
+        // setattr splits one content version into several inode states, and a file can leave
+        // the path and come back: one entry, at its latest appearance.
+        VersionInfo& v = out[it->second];
+        v.sequence = std::max(v.sequence, appeared);
+        v.is_current = v.is_current || is_current;
         continue;
       }
       VersionInfo v;
-      v.version_id = schema::MakeVersionId(n.dirent.ino, s.value.content_seq);
-      v.size = s.value.size;
-      v.etag = s.value.etag;
-      v.mtime_ns = s.value.mtime_ns;
-      v.sequence = s.value.content_seq;
+      v.version_id = schema::MakeVersionId(n.dirent.ino, st.value.content_seq);
+      v.size = st.value.size;
+      v.etag = st.value.etag;
+      v.mtime_ns = st.value.mtime_ns;
+      v.sequence = appeared;
       v.is_current = is_current;
       out.push_back(v);
     }
   }
-  std::sort(out.begin(), out.end(),
-            [](const VersionInfo& a, const VersionInfo& b) { return a.sequence > b.sequence; });
+  std::sort(out.begin(), out.end(), [](const VersionInfo& a, const VersionInfo& b) {
+    if (a.sequence != b.sequence) return a.sequence > b.sequence;
+    return a.is_current && !b.is_current;
+  });
   return out;
 }
 

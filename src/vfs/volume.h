@@ -119,7 +119,7 @@ struct VersionInfo {
   uint64_t size = 0;
   std::string etag;
   int64_t mtime_ns = 0;
-  uint64_t sequence = 0;
+  uint64_t sequence = 0;  // when it became this path's content (or, for a marker, was removed)
   bool is_current = false;
   bool is_delete_marker = false;  // the path was removed at this sequence
 };

@@ -7,6 +7,7 @@
 #include <random>
 #include <thread>
 
+#include "base/test_util.h"
 #include "chunk/caching_chunk_store.h"
 #include "chunk/mem_chunk_store.h"
 #include "chunk/pack_chunk_store.h"
@@ -15,12 +16,7 @@
 namespace weft {
 namespace {
 
-std::string RandomBytes(size_t n, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::string s(n, '\0');
-  for (char& c : s) c = static_cast<char>(rng());
-  return s;
-}
+using testutil::RandomBytes;
 
 struct StoreFactory {
   std::string name;

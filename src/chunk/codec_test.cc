@@ -4,15 +4,12 @@
 
 #include <random>
 
+#include "base/test_util.h"
+
 namespace weft {
 namespace {
 
-std::string RandomBytes(size_t n, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::string s(n, '\0');
-  for (char& c : s) c = static_cast<char>(rng());
-  return s;
-}
+using testutil::RandomBytes;
 
 std::string Text(size_t n) {
   std::string s;

@@ -8,6 +8,7 @@
 #include <set>
 #include <thread>
 
+#include "base/test_util.h"
 #include "chunk/internal/pack_format.h"
 #include "io/fault_injection_file_system.h"
 #include "io/mem_file_system.h"
@@ -21,12 +22,7 @@ using chunk_internal::kRecordHeaderSize;
 constexpr char kDir[] = "/data/chunks";
 constexpr uint64_t kSmallPack = 64 * 1024;
 
-std::string RandomBytes(size_t n, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::string s(n, '\0');
-  for (char& c : s) c = static_cast<char>(rng());
-  return s;
-}
+using testutil::RandomBytes;
 
 std::string Compressible(size_t n, uint64_t seed) {
   std::string s;

@@ -15,9 +15,9 @@
 namespace weft {
 namespace {
 
-using testing::RandomBytes;
-using testing::ReadFile;
-using testing::WriteFile;
+using testutil::RandomBytes;
+using testutil::ReadFile;
+using testutil::WriteFile;
 
 class CrashTest : public ::testing::Test {
  protected:

@@ -11,9 +11,9 @@
 namespace weft {
 namespace {
 
-using testing::RandomBytes;
-using testing::ReadFile;
-using testing::WriteFile;
+using testutil::RandomBytes;
+using testutil::ReadFile;
+using testutil::WriteFile;
 
 // Small chunks so modest test files span many chunks.
 ChunkerOptions SmallChunks() {

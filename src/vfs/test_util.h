@@ -6,7 +6,7 @@
 
 #include "vfs/volume.h"
 
-namespace weft::testing {
+namespace weft::testutil {
 
 inline std::string RandomBytes(size_t n, uint32_t seed) {
   std::mt19937 rng(seed);
@@ -31,4 +31,4 @@ inline Result<std::string> ReadFile(Volume* v, const std::string& path, ReadOpti
   return r->ReadAt(0, r->info().size);
 }
 
-}  // namespace weft::testing
+}  // namespace weft::testutil

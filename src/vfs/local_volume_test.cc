@@ -86,6 +86,24 @@ TEST_F(LocalVolumeTest, WriteThenReadWholeAndRanges) {
   EXPECT_EQ(st->mode, 0644u);
 }
 
+TEST_F(LocalVolumeTest, LargePiecesHashOnTheHelperThread) {
+  // Pieces of 256 KiB and more are MD5-hashed on BackgroundMd5's thread; mixing them with small
+  // ones must still give the MD5 of the whole stream.
+  std::string data = RandomBytes(3 * 1024 * 1024 + 777, 11);
+  auto w = vol_->OpenWriter(ctx_, "/big");
+  ASSERT_TRUE(w.ok());
+  size_t off = 0;
+  for (size_t piece : {1u << 20, 100u, 300u * 1024, 5000u, 1u << 20}) {
+    ASSERT_TRUE((*w)->Write(AsBytes(std::string_view(data).substr(off, piece))).ok());
+    off += piece;
+  }
+  ASSERT_TRUE((*w)->Write(AsBytes(std::string_view(data).substr(off))).ok());
+  auto info = (*w)->Commit();
+  ASSERT_TRUE(info.ok());
+  EXPECT_EQ(info->etag, Md5Hex(AsBytes(data)));
+  EXPECT_EQ(*ReadFile(vol_.get(), "/big"), data);
+}
+
 TEST_F(LocalVolumeTest, EmptyFile) {
   ASSERT_TRUE(WriteFile(vol_.get(), "/empty", "").ok());
   EXPECT_EQ(*ReadFile(vol_.get(), "/empty"), "");

@@ -205,6 +205,8 @@ class LocalVolume final : public Volume {
   template <typename Body>
   Status Mutate(const RequestContext& ctx, std::string op, std::string path, std::string path2,
                 Body body);
+  // A reader of one content version, pinned against garbage collection while it lives.
+  Result<std::unique_ptr<FileReader>> NewReader(FileInfo info, uint64_t ino, uint64_t content_seq);
   Result<FileInfo> StageFile(Txn* t, const RequestContext& ctx, const std::string& path,
                              const WriteOptions& opts, Manifest manifest);
   Result<uint64_t> ResolveDirForWrite(Txn* txn, const std::vector<std::string>& segments,
@@ -224,6 +226,10 @@ class LocalVolume final : public Volume {
   std::shared_mutex gc_mu_;
   std::mutex pending_mu_;
   std::unordered_map<ChunkId, int, ChunkIdHash> pending_;  // GUARDED_BY(pending_mu_)
+
+  // Content versions (ino, content_seq) that open readers use; GC keeps them.
+  std::mutex pinned_mu_;
+  std::map<std::pair<uint64_t, uint64_t>, int> pinned_;  // GUARDED_BY(pinned_mu_)
 };
 
 }  // namespace weft
@@ -273,8 +279,12 @@ FileInfo VirtualDirInfo(const std::string& path, uint64_t ino) {
 // small pieces fetch each chunk once.
 class LocalFileReader final : public FileReader {
  public:
-  LocalFileReader(ChunkStore* chunks, FileInfo info, Manifest manifest)
-      : chunks_(chunks), info_(std::move(info)), manifest_(std::move(manifest)) {
+  // `pin` keeps the version from garbage collection for the reader's lifetime.
+  LocalFileReader(ChunkStore* chunks, FileInfo info, Manifest manifest, std::shared_ptr<void> pin)
+      : chunks_(chunks),
+        info_(std::move(info)),
+        manifest_(std::move(manifest)),
+        pin_(std::move(pin)) {
     offsets_.reserve(manifest_.chunks.size() + 1);
     uint64_t off = 0;
     for (const ChunkRef& c : manifest_.chunks) {
@@ -325,6 +335,7 @@ class LocalFileReader final : public FileReader {
   ChunkStore* chunks_;
   FileInfo info_;
   Manifest manifest_;
+  std::shared_ptr<void> pin_;
   std::vector<uint64_t> offsets_;  // offsets_[i] = start of chunk i; last = size
   std::mutex mu_;
   std::shared_ptr<const std::string> cached_;  // GUARDED_BY(mu_)
@@ -544,9 +555,32 @@ Result<std::unique_ptr<FileReader>> LocalVolume::OpenReader(const RequestContext
   if (r.inode.type != FileType::kFile) {
     return InvalidArgument(t.display + ": is a symbolic link, not a file");
   }
-  WEFT_ASSIGN_OR_RETURN(Manifest m, t.view->GetManifest(r.ino, r.inode.content_seq));
+  return NewReader(MakeFileInfo(t.display, r.ino, r.inode), r.ino, r.inode.content_seq);
+}
+
+Result<std::unique_ptr<FileReader>> LocalVolume::NewReader(FileInfo info, uint64_t ino,
+                                                           uint64_t content_seq) {
+  // Pin, then read the manifest, with garbage collection excluded: either GC ran before (and
+  // the manifest read below sees what it left) or it will run after and respect the pin.
+  std::shared_lock gc_lock(gc_mu_);
+  const std::pair<uint64_t, uint64_t> key{ino, content_seq};
+  {
+    std::lock_guard lock(pinned_mu_);
+    ++pinned_[key];
+  }
+  std::shared_ptr<void> pin(nullptr, [this, key](void*) {
+    std::lock_guard lock(pinned_mu_);
+    if (--pinned_[key] == 0) pinned_.erase(key);
+  });
+  WEFT_ASSIGN_OR_RETURN(auto v, kv_->Get(schema::ManifestKey(ino, content_seq)));
+  if (!v) {
+    return NotFound(info.path + ": version " + schema::MakeVersionId(ino, content_seq) +
+                    " is no longer retained");
+  }
+  WEFT_ASSIGN_OR_RETURN(Manifest m, schema::DecodeManifest(*v));
+  info.chunks = m.chunks.size();
   return std::unique_ptr<FileReader>(
-      new LocalFileReader(chunks_.get(), MakeFileInfo(t.display, r.ino, r.inode), std::move(m)));
+      new LocalFileReader(chunks_.get(), std::move(info), std::move(m), std::move(pin)));
 }
 
 Result<std::unique_ptr<FileReader>> LocalVolume::OpenVersion(const RequestContext& ctx,
@@ -564,19 +598,16 @@ Result<std::unique_ptr<FileReader>> LocalVolume::OpenVersion(const RequestContex
   if (it == versions.end()) {
     return NotFound(path + ": no version " + version_id);
   }
-  auto snap = kv_->NewSnapshot();
-  NamespaceView view(snap.get(), NamespaceView::kLive);
-  WEFT_ASSIGN_OR_RETURN(Manifest m, view.GetManifest(ino, content_seq));
   FileInfo info;
   info.path = path;
   info.inode = ino;
   info.type = FileType::kFile;
-  info.size = m.size;
-  info.etag = m.etag;
-  info.mtime_ns = m.mtime_ns;
+  info.size = it->size;
+  info.etag = it->etag;
+  info.mtime_ns = it->mtime_ns;
   info.version_id = version_id;
-  info.chunks = m.chunks.size();
-  return std::unique_ptr<FileReader>(new LocalFileReader(chunks_.get(), info, std::move(m)));
+  WEFT_ASSIGN_OR_RETURN(std::unique_ptr<FileReader> reader, NewReader(info, ino, content_seq));
+  return reader;
 }
 
 Status LocalVolume::CheckWritable(const std::string& path, const WriteOptions& opts) {
@@ -1164,6 +1195,10 @@ Result<GcReport> LocalVolume::CollectGarbage(const RequestContext&, const GcOpti
         }
         return OkStatus();
       }));
+  {
+    std::lock_guard lock(pinned_mu_);
+    for (const auto& [version, readers] : pinned_) live_manifests.insert(version);
+  }
   const std::string dirent_history(std::string(1, schema::kHistory) + schema::kDirent);
   const std::string inode_history(std::string(1, schema::kHistory) + schema::kInode);
   WEFT_RETURN_IF_ERROR(ForEachWithPrefix(

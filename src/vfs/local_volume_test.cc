@@ -437,6 +437,29 @@ TEST_F(LocalVolumeTest, GcNeverRemovesChunksOfAnOpenWriter) {
   EXPECT_TRUE(fsck->problems.empty());
 }
 
+TEST_F(LocalVolumeTest, GcNeverRemovesTheVersionOfAnOpenReader) {
+  std::string old_bytes = RandomBytes(40000, 8);
+  ASSERT_TRUE(WriteFile(vol_.get(), "/f", old_bytes).ok());
+  auto reader = vol_->OpenReader(ctx_, "/f");
+  ASSERT_TRUE(reader.ok());
+  ASSERT_TRUE(WriteFile(vol_.get(), "/f", "replacement").ok());
+  ASSERT_TRUE(vol_->Unlink(ctx_, "/f").ok());
+  clock_.AdvanceNanos(1'000'000'000);
+  auto gc = vol_->CollectGarbage(ctx_, GcOptions{0});
+  ASSERT_TRUE(gc.ok());
+  auto got = (*reader)->ReadAt(0, old_bytes.size());
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(*got, old_bytes);
+
+  // Once the reader is gone, the old version is collected.
+  reader->reset();
+  clock_.AdvanceNanos(1'000'000'000);
+  gc = vol_->CollectGarbage(ctx_, GcOptions{0});
+  ASSERT_TRUE(gc.ok());
+  EXPECT_GT(gc->chunks_removed, 0u);
+  EXPECT_EQ(vol_->Usage(ctx_)->unique_bytes, 0u);
+}
+
 TEST_F(LocalVolumeTest, ConcurrentWritersAndReaders) {
   constexpr int kThreads = 4, kFiles = 20;
   std::vector<std::thread> threads;

@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "io/mem_file_system.h"
+#include "io/test_file_system.h"
 
 namespace weft {
 namespace {
@@ -16,26 +17,16 @@ namespace {
 class FaultInjectionTest : public testing::TestWithParam<bool> {
  protected:
   void SetUp() override {
-    if (GetParam()) {
-      std::string tmpl = testing::TempDir() + "weft_fault_test_XXXXXX";
-      ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
-      root_ = tmpl;
-      base_ = PosixFileSystem();
-    } else {
-      mem_ = NewMemFileSystem();
-      base_ = mem_.get();
-      root_ = "/r";
-    }
+    base_fs_ = std::make_unique<TestFileSystem>(GetParam(), "/r");
+    root_ = base_fs_->root();
+    base_ = base_fs_->fs();
     fs_ = std::make_unique<FaultInjectionFileSystem>(base_);
     ASSERT_TRUE(base_->CreateDirs(P("db")).ok());
     ASSERT_TRUE(base_->CreateDirs(P("other")).ok());
   }
   void TearDown() override {
     fs_.reset();
-    if (GetParam()) {
-      std::error_code ec;
-      std::filesystem::remove_all(root_, ec);
-    }
+    base_fs_.reset();
   }
 
   std::string P(std::string_view rel) const { return root_ + "/" + std::string(rel); }
@@ -60,8 +51,8 @@ class FaultInjectionTest : public testing::TestWithParam<bool> {
     return data.ok() ? *data : "<" + data.status().ToString() + ">";
   }
 
+  std::unique_ptr<TestFileSystem> base_fs_;
   std::string root_;
-  std::unique_ptr<FileSystem> mem_;
   FileSystem* base_ = nullptr;
   std::unique_ptr<FaultInjectionFileSystem> fs_;
 };

@@ -13,6 +13,7 @@
 #include "io/fault_injection_file_system.h"
 #include "io/internal/path.h"
 #include "io/mem_file_system.h"
+#include "io/test_file_system.h"
 
 namespace weft {
 namespace {
@@ -26,17 +27,9 @@ struct Impl {
 class FileSystemTest : public testing::TestWithParam<Impl> {
  protected:
   void SetUp() override {
-    if (GetParam().posix) {
-      std::string tmpl = testing::TempDir() + "weft_fs_test_XXXXXX";
-      ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
-      root_ = tmpl;
-      base_ = PosixFileSystem();
-    } else {
-      mem_ = NewMemFileSystem();
-      base_ = mem_.get();
-      root_ = "/t";
-      ASSERT_TRUE(base_->CreateDirs(root_).ok());
-    }
+    base_fs_ = std::make_unique<TestFileSystem>(GetParam().posix, "/t");
+    root_ = base_fs_->root();
+    base_ = base_fs_->fs();
     fs_ = base_;
     if (GetParam().faulty) {
       faulty_ = std::make_unique<FaultInjectionFileSystem>(base_);
@@ -44,10 +37,8 @@ class FileSystemTest : public testing::TestWithParam<Impl> {
     }
   }
   void TearDown() override {
-    if (GetParam().posix) {
-      std::error_code ec;
-      std::filesystem::remove_all(root_, ec);
-    }
+    faulty_.reset();
+    base_fs_.reset();
   }
 
   std::string Path(std::string_view name) const { return root_ + "/" + std::string(name); }
@@ -73,8 +64,8 @@ class FileSystemTest : public testing::TestWithParam<Impl> {
     return out;
   }
 
+  std::unique_ptr<TestFileSystem> base_fs_;
   std::string root_;
-  std::unique_ptr<FileSystem> mem_;
   std::unique_ptr<FaultInjectionFileSystem> faulty_;
   FileSystem* base_ = nullptr;
   FileSystem* fs_ = nullptr;

@@ -104,6 +104,25 @@ TEST_F(LocalVolumeTest, LargePiecesHashOnTheHelperThread) {
   EXPECT_EQ(*ReadFile(vol_.get(), "/big"), data);
 }
 
+TEST_F(LocalVolumeTest, BigStreamsUseTheWorkerThreadsAndStillAbortCleanly) {
+  // Past 1 MiB the MD5 and the chunk hashing move to worker threads. A writer dropped while
+  // they hold queued pieces must leave nothing behind, and the next write must work.
+  std::string data = RandomBytes(6 * 1024 * 1024, 12);
+  {
+    auto w = vol_->OpenWriter(ctx_, "/dropped");
+    ASSERT_TRUE(w.ok());
+    ASSERT_TRUE((*w)->Write(AsBytes(data)).ok());
+  }
+  EXPECT_EQ(vol_->Stat(ctx_, "/dropped").status().code(), StatusCode::kNotFound);
+  clock_.AdvanceNanos(1'000'000'000);
+  ASSERT_TRUE(vol_->CollectGarbage(ctx_, GcOptions{0}).ok());
+  EXPECT_EQ(vol_->Usage(ctx_)->unique_bytes, 0u);  // its chunks were released, then swept
+  auto info = WriteFile(vol_.get(), "/kept", data, {}, 1 << 20);
+  ASSERT_TRUE(info.ok());
+  EXPECT_EQ(info->etag, Md5Hex(AsBytes(data)));
+  EXPECT_EQ(*ReadFile(vol_.get(), "/kept"), data);
+}
+
 TEST_F(LocalVolumeTest, EmptyFile) {
   ASSERT_TRUE(WriteFile(vol_.get(), "/empty", "").ok());
   EXPECT_EQ(*ReadFile(vol_.get(), "/empty"), "");

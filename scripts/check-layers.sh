@@ -11,7 +11,8 @@ declare -A allowed=(
   [chunk]="base io"
   [meta]="base io"
   [vfs]="base io chunk meta"
-  [cli]="base io chunk meta vfs"
+  [auth]="base io chunk meta vfs"
+  [cli]="base io chunk meta vfs auth"
 )
 
 bad=0

@@ -11,7 +11,6 @@
 #include "chunk/caching_chunk_store.h"
 #include "chunk/pack_chunk_store.h"
 #include "vfs/internal/background_md5.h"
-#include "vfs/internal/chunk_pipeline.h"
 #include "vfs/internal/namespace_view.h"
 #include "vfs/internal/schema.h"
 #include "vfs/path.h"
@@ -187,7 +186,6 @@ class LocalVolume final : public Volume {
                                             const std::vector<PreparedFile>& files);
   Result<std::vector<FileInfo>> CommitAll(
       const RequestContext& ctx, std::vector<std::unique_ptr<FileWriter>> writers) override;
-  ChunkStore* chunk_store() { return chunks_.get(); }
 
  private:
   // Parses a read path, resolving the snapshot forms, into a view and segments.
@@ -353,9 +351,7 @@ class LocalFileWriter final : public FileWriter {
         ctx_(std::move(ctx)),
         path_(std::move(path)),
         opts_(std::move(opts)),
-        splitter_(volume->chunker_options(), [this](ByteSpan chunk) { return chunks_.Add(chunk); }),
-        chunks_(
-            [volume](const ChunkId& id, ByteSpan chunk) { return volume->PutChunk(id, chunk); }) {}
+        splitter_(volume->chunker_options(), [this](ByteSpan chunk) { return OnChunk(chunk); }) {}
 
   ~LocalFileWriter() override { Abort(); }
 
@@ -383,14 +379,10 @@ class LocalFileWriter final : public FileWriter {
   Result<PreparedFile> Prepare() {
     if (done_) return FailedPrecondition(path_ + ": writer already committed or aborted");
     Status s = splitter_.Finish();
-    if (s.ok()) s = chunks_.Drain();
     if (!s.ok()) {
       Abort();
       return s;
     }
-    manifest_.chunks.clear();
-    for (const ChunkPipeline::Ref& ref : chunks_.refs())
-      manifest_.chunks.push_back({ref.id, ref.length});
     manifest_.size = splitter_.bytes_written();
     auto digest = md5_.Finish();
     manifest_.etag = ToHex(ByteSpan(digest.data(), digest.size()));
@@ -403,22 +395,24 @@ class LocalFileWriter final : public FileWriter {
   void Abort() override {
     if (done_) return;
     done_ = true;
-    (void)chunks_.Drain();  // the worker may still be putting chunks it must release
-    std::vector<ChunkRef> put;
-    for (const ChunkPipeline::Ref& ref : chunks_.refs()) put.push_back({ref.id, ref.length});
-    volume_->ReleaseChunks(put);
+    volume_->ReleaseChunks(manifest_.chunks);
   }
 
   uint64_t bytes_written() const override { return splitter_.bytes_written(); }
 
  private:
+  Status OnChunk(ByteSpan chunk) {
+    ChunkId id = ChunkId::Of(chunk);
+    // Recorded before the put so that Abort releases it even if the put fails half way.
+    manifest_.chunks.push_back({id, static_cast<uint32_t>(chunk.size())});
+    return volume_->PutChunk(id, chunk);
+  }
+
   LocalVolume* volume_;
   RequestContext ctx_;
   std::string path_;
   WriteOptions opts_;
   StreamSplitter splitter_;
-  ChunkPipeline chunks_;  // hashes and stores what splitter_ cuts; declared after it, so
-                          // destroyed first (its worker must not outlive the writer)
   BackgroundMd5 md5_;
   Manifest manifest_;
   bool done_ = false;

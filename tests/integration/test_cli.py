@@ -4,6 +4,7 @@ commands with --json, bad paths, usage errors, and the data-directory lock."""
 import hashlib
 import json
 import os
+import pty
 import subprocess
 import unittest
 
@@ -270,6 +271,39 @@ class LockTest(WeftTestCase):
             _, err = holder.communicate(timeout=60)  # closes stdin: the put completes
         self.assertEqual(holder.returncode, 0, err)
         self.assertEqual(self.weft_json("stat", "/d/held")["size"], 2 * MIB)
+
+
+class ProgressTest(WeftTestCase):
+    """A progress bar on stderr when it is a terminal; nothing when it is not."""
+
+    def test_progress_bar_only_on_a_terminal(self):
+        src = self.write_file("big.bin", incompressible("progress", 3 * MIB))
+        master, slave = pty.openpty()
+        try:
+            proc = subprocess.run([self.bin, "--data", self.data, "put", src, "/tty.bin"],
+                                  stdout=subprocess.PIPE, stderr=slave, timeout=120)
+            os.close(slave)
+            slave = -1
+            shown = b""
+            while True:
+                try:
+                    piece = os.read(master, 4096)
+                except OSError:  # EIO once the other side is closed and drained
+                    break
+                if not piece:
+                    break
+                shown += piece
+        finally:
+            if slave >= 0:
+                os.close(slave)
+            os.close(master)
+        self.assertEqual(proc.returncode, 0)
+        text = shown.decode(errors="replace")
+        self.assertIn("3.0 MiB / 3.0 MiB (100%)", text)
+        self.assertIn("1/1 file", text)
+
+        quiet = self.weft("put", src, "/pipe.bin")  # stderr is a pipe here
+        self.assertEqual(quiet.stderr, b"")
 
 
 if __name__ == "__main__":

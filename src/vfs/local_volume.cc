@@ -231,28 +231,16 @@ class LocalVolume final : public Volume {
   std::map<std::pair<uint64_t, uint64_t>, int> pinned_;  // GUARDED_BY(pinned_mu_)
 };
 
-}  // namespace weft
-
-namespace weft {
 namespace {
-
-using schema::ChunkRef;
-using schema::Dirent;
-using schema::Inode;
-using schema::Manifest;
 
 constexpr uint64_t kWeftRootIno = UINT64_MAX - 1;
 constexpr uint64_t kSnapshotsRootIno = UINT64_MAX - 2;
-
-bool HasPrefix(std::string_view s, std::string_view prefix) {
-  return s.size() >= prefix.size() && s.compare(0, prefix.size(), prefix) == 0;
-}
 
 // Calls fn(key, value) for every key starting with `prefix`, stopping at the first error.
 template <typename Fn>
 Status ForEachWithPrefix(KvReader* reader, const std::string& prefix, Fn fn) {
   auto it = reader->NewIterator();
-  for (it->Seek(prefix); it->Valid() && HasPrefix(it->key(), prefix); it->Next()) {
+  for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
     WEFT_RETURN_IF_ERROR(fn(it->key(), it->value()));
   }
   return it->status();
@@ -887,7 +875,7 @@ Status LocalVolume::Rename(const RequestContext& ctx, const std::string& from,
         auto it = kv_->NewIterator();
         std::string prefix = schema::DirentPrefix(replaced->value.ino);
         it->Seek(prefix);
-        if (it->Valid() && HasPrefix(it->key(), prefix)) {
+        if (it->Valid() && it->key().starts_with(prefix)) {
           return NotEmpty(to + ": directory not empty");
         }
         WEFT_RETURN_IF_ERROR(it->status());
@@ -926,7 +914,7 @@ Status LocalVolume::Rmdir(const RequestContext& ctx, const std::string& path) {
     auto it = kv_->NewIterator();
     std::string prefix = schema::DirentPrefix(d->value.ino);
     it->Seek(prefix);
-    if (it->Valid() && HasPrefix(it->key(), prefix))
+    if (it->Valid() && it->key().starts_with(prefix))
       return NotEmpty(path + ": directory not empty");
     WEFT_RETURN_IF_ERROR(it->status());
     WEFT_RETURN_IF_ERROR(t->DeleteDirent(parent, pn.name));
@@ -1108,7 +1096,7 @@ Result<std::vector<Change>> LocalVolume::ReadChanges(const RequestContext&, uint
   const std::string prefix(1, schema::kFeed);
   auto it = snap->NewIterator();
   for (it->Seek(schema::FeedKey(after + 1));
-       it->Valid() && HasPrefix(it->key(), prefix) && out.size() < limit; it->Next()) {
+       it->Valid() && it->key().starts_with(prefix) && out.size() < limit; it->Next()) {
     std::string_view key = it->key();
     if (key.size() != 9) return Corruption("malformed change feed key");
     WEFT_ASSIGN_OR_RETURN(Change c,

@@ -9,10 +9,6 @@ using schema::Inode;
 
 namespace {
 
-bool HasPrefix(std::string_view s, std::string_view prefix) {
-  return s.size() >= prefix.size() && s.compare(0, prefix.size(), prefix) == 0;
-}
-
 // For a history table: the record of the key whose history starts with `prefix` that was
 // current at `seq`, if any. Records sort by end sequence, so it is the first with end > seq.
 template <typename T, typename Decode>
@@ -26,7 +22,7 @@ Result<std::optional<T>> HistoryAt(KvReader* reader, const std::string& prefix, 
     WEFT_RETURN_IF_ERROR(it->status());
     return std::optional<T>();
   }
-  if (!HasPrefix(it->key(), prefix)) return std::optional<T>();
+  if (!it->key().starts_with(prefix)) return std::optional<T>();
   WEFT_ASSIGN_OR_RETURN(auto h, decode(it->value()));
   if (h.seq_begin > seq) return std::optional<T>();
   return std::optional<T>(h.value);
@@ -96,7 +92,7 @@ Result<ReadDirPage> NamespaceView::List(uint64_t dir, const std::string& dir_pat
   {
     auto it = reader_->NewIterator();
     it->Seek(opts.start_after.empty() ? prefix : prefix + opts.start_after + '\0');
-    for (; it->Valid() && HasPrefix(it->key(), prefix); it->Next()) {
+    for (; it->Valid() && it->key().starts_with(prefix); it->Next()) {
       std::string_view name = it->key().substr(prefix.size());
       WEFT_ASSIGN_OR_RETURN(auto cur, schema::DecodeDirent(it->value()));
       if (!live() && cur.seq_begin > seq_) continue;
@@ -110,13 +106,13 @@ Result<ReadDirPage> NamespaceView::List(uint64_t dir, const std::string& dir_pat
     auto it = reader_->NewIterator();
     it->Seek(opts.start_after.empty() ? hprefix : hprefix + opts.start_after + '\x01');
     size_t from_history = 0;
-    while (it->Valid() && HasPrefix(it->key(), hprefix) && from_history < want) {
+    while (it->Valid() && it->key().starts_with(hprefix) && from_history < want) {
       std::string_view rest = it->key().substr(hprefix.size());
       size_t nul = rest.find('\0');
       if (nul == std::string_view::npos) return Corruption("malformed history key");
       std::string name(rest.substr(0, nul));
       std::optional<Dirent> valid;
-      for (; it->Valid() && HasPrefix(it->key(), hprefix) &&
+      for (; it->Valid() && it->key().starts_with(hprefix) &&
              it->key().substr(hprefix.size(), nul + 1) == std::string_view(name + '\0');
            it->Next()) {
         if (valid) continue;

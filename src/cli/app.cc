@@ -67,7 +67,9 @@ int RunWeft(int argc, char** argv, const VolumeOpener& opener, int in_fd, FILE* 
         "and a directory SRC's contents become DEST. 'put FILE /dir/' (trailing '/') puts the\n"
         "file into /dir, creating it. Missing parents are created. Symlinks inside a tree are\n"
         "stored as symlinks; sockets and devices are skipped. Each file is streamed in 1 MiB\n"
-        "pieces and becomes visible atomically when complete.",
+        "pieces and becomes visible atomically, never partly written. Small files are\n"
+        "committed in groups (up to 256 files / 64 MiB per transaction, one sync each), so a\n"
+        "tree of small files stores fast; files of 16 MiB and more commit one by one.",
         "weft put ./imagenet /datasets/imagenet     # -> /datasets/imagenet/...\n"
         "  tar c shard | weft put - /shards/000.tar\n"
         "  weft put -v a.bin b.bin /in/               # prints 'committed PATH SIZE ETAG'");

@@ -647,6 +647,9 @@ Status LocalVolume::Mutate(const RequestContext& ctx, std::string op, std::strin
   std::lock_guard lock(commit_mu_);
   Txn txn(kv_.get(), seq_ + 1, options_.clock->NowNanos(), next_ino_);
   WEFT_RETURN_IF_ERROR(body(&txn));
+  // A body that staged nothing (mkdir -p of an existing directory) commits nothing and takes
+  // no sequence number.
+  if (txn.reader.batch().empty()) return OkStatus();
   if (txn.changes.empty()) {
     txn.changes.push_back(Change{txn.seq, txn.now_ns, std::move(op), std::move(path),
                                  std::move(path2), ctx.principal});
@@ -790,15 +793,11 @@ Result<FileInfo> LocalVolume::Mkdir(const RequestContext& ctx, const std::string
   }
   std::string name = segments.back();
   std::vector<std::string> parent_segments(segments.begin(), segments.end() - 1);
-  bool existed = false;
   Status s = Mutate(ctx, "mkdir", JoinPath(segments), "", [&](Txn* t) -> Status {
     WEFT_ASSIGN_OR_RETURN(uint64_t parent, ResolveDirForWrite(t, parent_segments, parents, ctx));
     WEFT_ASSIGN_OR_RETURN(auto existing, t->GetDirent(parent, name));
     if (existing) {
-      if (parents && existing->value.type == FileType::kDirectory) {
-        existed = true;
-        return Aborted("exists");  // nothing to commit
-      }
+      if (parents && existing->value.type == FileType::kDirectory) return OkStatus();
       return AlreadyExists(path + ": already exists");
     }
     Inode dir;
@@ -811,7 +810,7 @@ Result<FileInfo> LocalVolume::Mkdir(const RequestContext& ctx, const std::string
     WEFT_RETURN_IF_ERROR(t->PutInode(ino, dir));
     return t->PutDirent(parent, name, Dirent{ino, FileType::kDirectory});
   });
-  if (!s.ok() && !existed) return s;
+  if (!s.ok()) return s;
   return InfoOfLive(JoinPath(segments));
 }
 

@@ -191,7 +191,9 @@ TEST_F(LocalVolumeTest, ConditionalWrites) {
 TEST_F(LocalVolumeTest, DirectoriesAndPagedSortedReadDir) {
   ASSERT_TRUE(vol_->Mkdir(ctx_, "/d").ok());
   EXPECT_EQ(vol_->Mkdir(ctx_, "/d").status().code(), StatusCode::kAlreadyExists);
+  uint64_t seq = LastSequence();
   EXPECT_TRUE(vol_->Mkdir(ctx_, "/d", 0755, /*parents=*/true).ok());
+  EXPECT_EQ(LastSequence(), seq);  // nothing to do, nothing committed
   EXPECT_EQ(vol_->Mkdir(ctx_, "/x/y").status().code(), StatusCode::kNotFound);
   ASSERT_TRUE(vol_->Mkdir(ctx_, "/x/y/z", 0700, true).ok());
   EXPECT_EQ(vol_->Stat(ctx_, "/x/y/z")->mode, 0700u);

@@ -598,7 +598,7 @@ Result<std::unique_ptr<FileReader>> LocalVolume::OpenVersion(const RequestContex
 
 Status LocalVolume::CheckWritable(const std::string& path, const WriteOptions& opts) {
   WEFT_ASSIGN_OR_RETURN(ParentAndName pn, SplitParent(path));
-  WEFT_ASSIGN_OR_RETURN(std::vector<std::string> segments, SplitPath(path));
+  const std::vector<std::string> segments = pn.Segments();
   WEFT_RETURN_IF_ERROR(RejectReserved(segments, path));
   auto snap = kv_->NewSnapshot();
   NamespaceView view(snap.get(), NamespaceView::kLive);
@@ -817,7 +817,7 @@ Result<FileInfo> LocalVolume::Mkdir(const RequestContext& ctx, const std::string
 Result<FileInfo> LocalVolume::Symlink(const RequestContext& ctx, const std::string& path,
                                       const std::string& target) {
   WEFT_ASSIGN_OR_RETURN(ParentAndName pn, SplitParent(path));
-  WEFT_ASSIGN_OR_RETURN(std::vector<std::string> segments, SplitPath(path));
+  const std::vector<std::string> segments = pn.Segments();
   WEFT_RETURN_IF_ERROR(RejectReserved(segments, path));
   const std::string canonical = JoinPath(segments);
   if (target.empty() || target.size() > kMaxPathBytes || target.find('\0') != std::string::npos) {
@@ -847,8 +847,8 @@ Status LocalVolume::Rename(const RequestContext& ctx, const std::string& from,
                            const std::string& to) {
   WEFT_ASSIGN_OR_RETURN(ParentAndName src, SplitParent(from));
   WEFT_ASSIGN_OR_RETURN(ParentAndName dst, SplitParent(to));
-  WEFT_ASSIGN_OR_RETURN(std::vector<std::string> from_segs, SplitPath(from));
-  WEFT_ASSIGN_OR_RETURN(std::vector<std::string> to_segs, SplitPath(to));
+  const std::vector<std::string> from_segs = src.Segments();
+  const std::vector<std::string> to_segs = dst.Segments();
   WEFT_RETURN_IF_ERROR(RejectReserved(from_segs, from));
   WEFT_RETURN_IF_ERROR(RejectReserved(to_segs, to));
   if (from_segs == to_segs) {
@@ -888,7 +888,7 @@ Status LocalVolume::Rename(const RequestContext& ctx, const std::string& from,
 
 Status LocalVolume::Unlink(const RequestContext& ctx, const std::string& path) {
   WEFT_ASSIGN_OR_RETURN(ParentAndName pn, SplitParent(path));
-  WEFT_ASSIGN_OR_RETURN(std::vector<std::string> segments, SplitPath(path));
+  const std::vector<std::string> segments = pn.Segments();
   WEFT_RETURN_IF_ERROR(RejectReserved(segments, path));
   return Mutate(ctx, "unlink", JoinPath(segments), "", [&](Txn* t) -> Status {
     WEFT_ASSIGN_OR_RETURN(uint64_t parent, ResolveDirForWrite(t, pn.parent, false, ctx));

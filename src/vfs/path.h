@@ -27,6 +27,12 @@ std::string JoinPath(const std::vector<std::string>& segments);
 struct ParentAndName {
   std::vector<std::string> parent;
   std::string name;
+  // parent + name: the whole path's segments.
+  std::vector<std::string> Segments() const {
+    std::vector<std::string> all = parent;
+    all.push_back(name);
+    return all;
+  }
 };
 Result<ParentAndName> SplitParent(std::string_view path);
 

@@ -1,0 +1,119 @@
+// HttpServer: Weft's HTTP/1.1 server (Boost.Beast on Asio, optional TLS through OpenSSL) and the
+// handler interface every HTTP front end (S3, REST, metrics) implements.
+// Idle connections wait for a request head on an Asio io_context thread; once a head has
+// arrived the request runs on a worker pool, where the handler reads the body and writes the
+// response with blocking calls, so handlers are plain synchronous code over the Volume API.
+// HttpServer is thread-safe; a BodyReader and a ResponseWriter belong to one request and are
+// used from the handler's thread only.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+
+namespace weft::net {
+
+struct HttpHeader {
+  std::string name;  // as received / as to be sent
+  std::string value;
+};
+
+// A request whose head has been parsed; its body is read through a BodyReader.
+struct HttpRequest {
+  std::string method;                      // "GET", as received
+  std::string target;                      // the raw request-target ("/b/k%20x?list-type=2")
+  std::string path;                        // target up to '?', still percent-encoded
+  std::string query;                       // raw query after '?', "" if none
+  std::vector<HttpHeader> headers;         // in arrival order
+  std::optional<uint64_t> content_length;  // absent for chunked or no body
+  bool chunked = false;                    // Transfer-Encoding: chunked
+  std::string remote_address;              // "127.0.0.1:53422"
+  bool tls = false;
+
+  // The first value of header `name` (ASCII case-insensitive), if present.
+  std::optional<std::string_view> Header(std::string_view name) const;
+};
+
+// The body of one request. Reads block until data arrives.
+class BodyReader {
+ public:
+  virtual ~BodyReader() = default;
+  // Reads up to out.size() bytes into `out`; 0 at the end of the body. InvalidArgument
+  // ("IncompleteBody: ...") when the peer stops sending before the declared length, or the
+  // chunked encoding is malformed; the request must then fail and change nothing.
+  virtual Result<size_t> Read(std::span<char> out) = 0;
+  // Bytes of body consumed so far.
+  virtual uint64_t bytes_read() const = 0;
+};
+
+// The response to one request: Start once, then Write any number of times, then Finish.
+class ResponseWriter {
+ public:
+  virtual ~ResponseWriter() = default;
+  // Sends the status line and headers. With `content_length` the body must be exactly that
+  // long; without it the body is sent chunked. Date, Server and Connection are added here.
+  virtual Status Start(int status, const std::vector<HttpHeader>& headers,
+                       std::optional<uint64_t> content_length) = 0;
+  virtual Status Write(std::string_view data) = 0;
+  virtual Status Finish() = 0;
+  virtual bool started() const = 0;
+
+  // Start + Write + Finish for a body held in memory.
+  Status Send(int status, const std::vector<HttpHeader>& headers, std::string_view body);
+};
+
+class HttpHandler {
+ public:
+  virtual ~HttpHandler() = default;
+  // Serves one request on a worker thread; called concurrently for different connections.
+  // The handler answers through `response`. If it returns without starting a response the
+  // server answers 500; if it leaves body bytes unread the server drains a small remainder or
+  // closes the connection.
+  virtual void Handle(const HttpRequest& request, BodyReader& body, ResponseWriter& response) = 0;
+
+  // Answers a request the server rejected before any handler ran (status 400 "BadRequest",
+  // 400 "RequestHeaderSectionTooLarge", 413, 501 ...), so the client gets the front end's own
+  // error format. The default sends `message` as text/plain.
+  virtual void HandleProtocolError(int status, std::string_view code, std::string_view message,
+                                   ResponseWriter& response);
+};
+
+struct HttpServerOptions {
+  std::string host = "127.0.0.1";
+  uint16_t port = 0;  // 0 = any free port (see HttpServer::port())
+  // Both set = serve HTTPS only. PEM files.
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  // Largest request head (request line + headers) accepted; larger gets
+  // 400 RequestHeaderSectionTooLarge and the connection is closed.
+  size_t max_header_bytes = 16 << 10;
+  size_t worker_threads = 32;  // requests served at once; more wait for a worker
+  size_t io_threads = 1;
+  size_t max_connections = 4096;
+  std::chrono::seconds idle_timeout{120};  // keep-alive connections idle longer are closed
+};
+
+class HttpServer {
+ public:
+  // Binds and starts serving; returns once the port accepts connections. The handler must
+  // outlive the server.
+  static Result<std::unique_ptr<HttpServer>> Start(const HttpServerOptions& options,
+                                                   HttpHandler* handler);
+  virtual ~HttpServer() = default;  // implementations Shutdown(0s) first
+
+  virtual uint16_t port() const = 0;
+  // "http://127.0.0.1:8080" or "https://...".
+  virtual std::string url() const = 0;
+  // Stops accepting, closes idle connections, waits up to `grace` for requests in flight to
+  // finish, then closes the rest. Idempotent.
+  virtual void Shutdown(std::chrono::milliseconds grace) = 0;
+};
+
+}  // namespace weft::net

@@ -86,7 +86,8 @@ Result<std::string> CanonicalHeaderValue(std::string_view value) {
 }
 
 bool ValidPayloadHash(std::string_view h) {
-  return h == kUnsignedPayload || h == kStreamingPayload || IsLowerHex64(h);
+  return h == kUnsignedPayload || h == kStreamingPayload || h == kStreamingUnsignedTrailer ||
+         IsLowerHex64(h);
 }
 
 std::vector<std::string_view> Split(std::string_view s, char sep) {

@@ -54,6 +54,61 @@ bool IsUnderSnapshotsDir(const std::vector<std::string>& segments) {
   return !segments.empty() && segments[0] == kWeftDirName;
 }
 
+constexpr size_t kMaxAttributes = 64;
+constexpr size_t kMaxAttributeName = 256;
+constexpr size_t kMaxAttributeBytes = 8 * 1024;
+
+// Attributes are copied into every inode state, so they stay small.
+Status ValidateAttributes(const Attributes& attributes) {
+  if (attributes.size() > kMaxAttributes) {
+    return InvalidArgument("at most " + std::to_string(kMaxAttributes) + " attributes, not " +
+                           std::to_string(attributes.size()));
+  }
+  size_t total = 0;
+  for (const auto& [name, value] : attributes) {
+    if (name.empty() || name.size() > kMaxAttributeName) {
+      return InvalidArgument("attribute names must be 1.." + std::to_string(kMaxAttributeName) +
+                             " bytes");
+    }
+    total += name.size() + value.size();
+  }
+  if (total > kMaxAttributeBytes) {
+    return InvalidArgument("attribute names and values exceed " +
+                           std::to_string(kMaxAttributeBytes) + " bytes in total");
+  }
+  return OkStatus();
+}
+
+// A caller's ETag ends up in HTTP headers and XML, always quoted.
+Status ValidateEtag(const std::string& etag) {
+  if (etag.empty() || etag.size() > 64) return InvalidArgument("an ETag must be 1..64 characters");
+  for (char c : etag) {
+    if (c < 0x20 || c > 0x7e || c == '"') {
+      return InvalidArgument("an ETag must be printable ASCII without '\"'");
+    }
+  }
+  return OkStatus();
+}
+
+// Every state of inode `ino`: the current one (seq_end = kLive) if any, then the history
+// records, oldest first.
+Result<std::vector<schema::History<Inode>>> LoadInodeStates(KvReader* reader, uint64_t ino) {
+  std::vector<schema::History<Inode>> states;
+  WEFT_ASSIGN_OR_RETURN(auto cur, reader->Get(schema::InodeKey(ino)));
+  if (cur) {
+    WEFT_ASSIGN_OR_RETURN(auto c, schema::DecodeInode(*cur));
+    states.push_back({c.seq_begin, NamespaceView::kLive, 0, std::move(c.value)});
+  }
+  auto it = reader->NewIterator();
+  const std::string prefix = schema::InodeHistoryPrefix(ino);
+  for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
+    WEFT_ASSIGN_OR_RETURN(auto h, schema::DecodeInodeHistory(it->value()));
+    states.push_back(std::move(h));
+  }
+  WEFT_RETURN_IF_ERROR(it->status());
+  return states;
+}
+
 }  // namespace
 
 class LocalVolume;
@@ -174,11 +229,16 @@ class LocalVolume final : public Volume {
   Result<UsageInfo> Usage(const RequestContext& ctx) override;
   Result<GcReport> CollectGarbage(const RequestContext& ctx, const GcOptions& opts) override;
   Result<FsckReport> Fsck(const RequestContext& ctx) override;
+  Status DeleteVersion(const RequestContext& ctx, const std::string& path,
+                       const std::string& version_id) override;
 
   // Used by LocalFileWriter.
   const ChunkerOptions& chunker_options() const { return options_.chunker; }
   Status PutChunk(const ChunkId& id, ByteSpan data);
   void ReleaseChunks(const std::vector<ChunkRef>& chunks);
+  // References stored chunks (another version's) as a writer's pending chunks, until
+  // ReleaseChunks: the caller must keep them alive until this returns (an open reader's pin).
+  void HoldChunks(const std::vector<ChunkRef>& chunks);
   Status FlushChunks() { return chunks_->Flush(); }
   Status CheckWritable(const std::string& path, const WriteOptions& opts);
   // Commits files whose chunks are flushed, in one transaction.
@@ -246,6 +306,33 @@ Status ForEachWithPrefix(KvReader* reader, const std::string& prefix, Fn fn) {
   return it->status();
 }
 
+// The directories in `marked` and every live directory and file below one of them. Versions of
+// files in a removed directory cannot be listed any more (ListVersions resolves the live
+// parent), so they age out as usual.
+Result<std::unordered_set<uint64_t>> KeepAllSubtrees(KvReader* reader,
+                                                     const std::unordered_set<uint64_t>& marked) {
+  std::unordered_map<uint64_t, std::vector<uint64_t>> children;
+  WEFT_RETURN_IF_ERROR(
+      ForEachWithPrefix(reader, std::string(1, schema::kDirent),
+                        [&](std::string_view key, std::string_view value) -> Status {
+                          if (key.size() < 9) return Corruption("malformed directory entry key");
+                          WEFT_ASSIGN_OR_RETURN(auto d, schema::DecodeDirent(value));
+                          children[GetBigEndian64(key.data() + 1)].push_back(d.value.ino);
+                          return OkStatus();
+                        }));
+  std::unordered_set<uint64_t> out(marked);
+  std::vector<uint64_t> todo(marked.begin(), marked.end());
+  while (!todo.empty()) {
+    auto it = children.find(todo.back());
+    todo.pop_back();
+    if (it == children.end()) continue;
+    for (uint64_t child : it->second) {
+      if (out.insert(child).second) todo.push_back(child);
+    }
+  }
+  return out;
+}
+
 Status RejectReserved(const std::vector<std::string>& segments, const std::string& path) {
   if (!segments.empty() && segments[0] == kWeftDirName) {
     return ReadOnly(path + ": /.weft holds read-only snapshots");
@@ -267,8 +354,10 @@ FileInfo VirtualDirInfo(const std::string& path, uint64_t ino) {
 class LocalFileReader final : public FileReader {
  public:
   // `pin` keeps the version from garbage collection for the reader's lifetime.
-  LocalFileReader(ChunkStore* chunks, FileInfo info, Manifest manifest, std::shared_ptr<void> pin)
-      : chunks_(chunks),
+  LocalFileReader(const LocalVolume* owner, ChunkStore* chunks, FileInfo info, Manifest manifest,
+                  std::shared_ptr<void> pin)
+      : owner_(owner),
+        chunks_(chunks),
         info_(std::move(info)),
         manifest_(std::move(manifest)),
         pin_(std::move(pin)) {
@@ -282,6 +371,8 @@ class LocalFileReader final : public FileReader {
   }
 
   const FileInfo& info() const override { return info_; }
+  const LocalVolume* owner() const { return owner_; }
+  const Manifest& manifest() const { return manifest_; }
 
   Result<std::string> ReadAt(uint64_t offset, uint64_t length) override {
     std::string out;
@@ -319,6 +410,7 @@ class LocalFileReader final : public FileReader {
     return shared;
   }
 
+  const LocalVolume* owner_;
   ChunkStore* chunks_;
   FileInfo info_;
   Manifest manifest_;
@@ -331,7 +423,7 @@ class LocalFileReader final : public FileReader {
 
 }  // namespace
 
-// Streams one file into chunks; commits through LocalVolume::CommitFile.
+// Streams one file into chunks; commits through LocalVolume::CommitFiles.
 class LocalFileWriter final : public FileWriter {
  public:
   LocalFileWriter(LocalVolume* volume, RequestContext ctx, std::string path, WriteOptions opts)
@@ -339,14 +431,31 @@ class LocalFileWriter final : public FileWriter {
         ctx_(std::move(ctx)),
         path_(std::move(path)),
         opts_(std::move(opts)),
-        splitter_(volume->chunker_options(), [this](ByteSpan chunk) { return OnChunk(chunk); }) {}
+        splitter_(NewSplitter()) {}
 
   ~LocalFileWriter() override { Abort(); }
 
   Status Write(ByteSpan data) override {
     if (done_) return FailedPrecondition(path_ + ": writer already committed or aborted");
-    md5_.Update(data);
-    Status s = splitter_.Write(data);
+    if (!opts_.etag) md5_.Update(data);
+    size_ += data.size();
+    Status s = splitter_->Write(data);
+    if (!s.ok()) Abort();
+    return s;
+  }
+
+  Status AppendFrom(FileReader& source) override {
+    if (done_) return FailedPrecondition(path_ + ": writer already committed or aborted");
+    if (!opts_.etag) {
+      return FailedPrecondition(
+          "AppendFrom needs WriteOptions::etag: the content's MD5 is not computed for appended "
+          "chunks");
+    }
+    auto* local = dynamic_cast<LocalFileReader*>(&source);
+    // Another volume's chunks are not in this chunk store: copy the bytes.
+    Status s = local != nullptr && local->owner() == volume_ ? AppendChunks(local->manifest())
+                                                             : CopyFrom(source);
+    // A half-appended source must never be committed.
     if (!s.ok()) Abort();
     return s;
   }
@@ -366,14 +475,18 @@ class LocalFileWriter final : public FileWriter {
   // GC) until Abort() or destruction.
   Result<PreparedFile> Prepare() {
     if (done_) return FailedPrecondition(path_ + ": writer already committed or aborted");
-    Status s = splitter_.Finish();
+    Status s = splitter_->Finish();
     if (!s.ok()) {
       Abort();
       return s;
     }
-    manifest_.size = splitter_.bytes_written();
-    auto digest = md5_.Finish();
-    manifest_.etag = ToHex(ByteSpan(digest.data(), digest.size()));
+    manifest_.size = size_;
+    if (opts_.etag) {
+      manifest_.etag = *opts_.etag;
+    } else {
+      auto digest = md5_.Finish();
+      manifest_.etag = ToHex(ByteSpan(digest.data(), digest.size()));
+    }
     return PreparedFile{path_, opts_, manifest_};
   }
 
@@ -386,9 +499,14 @@ class LocalFileWriter final : public FileWriter {
     volume_->ReleaseChunks(manifest_.chunks);
   }
 
-  uint64_t bytes_written() const override { return splitter_.bytes_written(); }
+  uint64_t bytes_written() const override { return size_; }
 
  private:
+  std::unique_ptr<StreamSplitter> NewSplitter() {
+    return std::make_unique<StreamSplitter>(volume_->chunker_options(),
+                                            [this](ByteSpan chunk) { return OnChunk(chunk); });
+  }
+
   Status OnChunk(ByteSpan chunk) {
     ChunkId id = ChunkId::Of(chunk);
     // Recorded before the put so that Abort releases it even if the put fails half way.
@@ -396,12 +514,41 @@ class LocalFileWriter final : public FileWriter {
     return volume_->PutChunk(id, chunk);
   }
 
+  // References the source's chunks after the bytes written so far. The source reader's pin
+  // keeps them alive until HoldChunks makes them this writer's pending chunks.
+  Status AppendChunks(const Manifest& source) {
+    // The bytes written so far end in a chunk of their own; later writes start a new stream.
+    WEFT_RETURN_IF_ERROR(splitter_->Finish());
+    splitter_ = NewSplitter();
+    volume_->HoldChunks(source.chunks);
+    manifest_.chunks.insert(manifest_.chunks.end(), source.chunks.begin(), source.chunks.end());
+    size_ += source.size;
+    return OkStatus();
+  }
+
+  Status CopyFrom(FileReader& source) {
+    constexpr uint64_t kPiece = 1 << 20;
+    const uint64_t size = source.info().size;
+    for (uint64_t off = 0; off < size;) {
+      WEFT_ASSIGN_OR_RETURN(std::string piece, source.ReadAt(off, std::min(kPiece, size - off)));
+      if (piece.empty()) {
+        return OutOfRange(source.info().path + ": ended at byte " + std::to_string(off) + " of " +
+                          std::to_string(size));
+      }
+      WEFT_RETURN_IF_ERROR(Write(AsBytes(piece)));
+      off += piece.size();
+    }
+    return OkStatus();
+  }
+
   LocalVolume* volume_;
   RequestContext ctx_;
   std::string path_;
   WriteOptions opts_;
-  StreamSplitter splitter_;
-  BackgroundMd5 md5_;
+  // Replaced after each AppendFrom: a splitter cannot continue after Finish().
+  std::unique_ptr<StreamSplitter> splitter_;
+  BackgroundMd5 md5_;  // unused when opts_.etag is set
+  uint64_t size_ = 0;  // bytes written and appended
   Manifest manifest_;
   bool done_ = false;
 };
@@ -565,8 +712,9 @@ Result<std::unique_ptr<FileReader>> LocalVolume::NewReader(FileInfo info, uint64
   }
   WEFT_ASSIGN_OR_RETURN(Manifest m, schema::DecodeManifest(*v));
   info.chunks = m.chunks.size();
+  info.attributes = m.attributes;
   return std::unique_ptr<FileReader>(
-      new LocalFileReader(chunks_.get(), std::move(info), std::move(m), std::move(pin)));
+      new LocalFileReader(this, chunks_.get(), std::move(info), std::move(m), std::move(pin)));
 }
 
 Result<std::unique_ptr<FileReader>> LocalVolume::OpenVersion(const RequestContext& ctx,
@@ -619,6 +767,8 @@ Status LocalVolume::CheckWritable(const std::string& path, const WriteOptions& o
 Result<std::unique_ptr<FileWriter>> LocalVolume::OpenWriter(const RequestContext& ctx,
                                                             const std::string& path,
                                                             const WriteOptions& opts) {
+  WEFT_RETURN_IF_ERROR(ValidateAttributes(opts.attributes).WithContext(path));
+  if (opts.etag) WEFT_RETURN_IF_ERROR(ValidateEtag(*opts.etag).WithContext(path));
   WEFT_RETURN_IF_ERROR(CheckWritable(path, opts));
   WEFT_ASSIGN_OR_RETURN(std::vector<std::string> segments, SplitPath(path));
   return std::unique_ptr<FileWriter>(new LocalFileWriter(this, ctx, JoinPath(segments), opts));
@@ -631,6 +781,13 @@ Status LocalVolume::PutChunk(const ChunkId& id, ByteSpan data) {
     ++pending_[id];
   }
   return chunks_->Put(id, data).status();
+}
+
+void LocalVolume::HoldChunks(const std::vector<ChunkRef>& chunks) {
+  // Excludes a running collection, exactly like PutChunk.
+  std::shared_lock gc_lock(gc_mu_);
+  std::lock_guard lock(pending_mu_);
+  for (const ChunkRef& c : chunks) ++pending_[c.id];
 }
 
 void LocalVolume::ReleaseChunks(const std::vector<ChunkRef>& chunks) {
@@ -738,7 +895,9 @@ Result<FileInfo> LocalVolume::StageFile(Txn* t, const RequestContext& ctx, const
   inode.content_seq = t->seq;
   inode.etag = manifest.etag;
   inode.chunks = manifest.chunks.size();
+  inode.attributes = opts.attributes;
   manifest.mtime_ns = inode.mtime_ns;
+  manifest.attributes = opts.attributes;
   WEFT_RETURN_IF_ERROR(t->PutInode(ino, inode));
   t->reader.Put(schema::ManifestKey(ino, t->seq), schema::EncodeManifest(manifest));
   t->changes.push_back(Change{t->seq, t->now_ns, "write", path, "", ctx.principal});
@@ -925,6 +1084,7 @@ Result<FileInfo> LocalVolume::SetAttr(const RequestContext& ctx, const std::stri
                                       const SetAttrRequest& req) {
   WEFT_ASSIGN_OR_RETURN(std::vector<std::string> segments, SplitPath(path));
   WEFT_RETURN_IF_ERROR(RejectReserved(segments, path));
+  if (req.attributes) WEFT_RETURN_IF_ERROR(ValidateAttributes(*req.attributes).WithContext(path));
   std::string canonical = JoinPath(segments);
   FileInfo out;
   Status s = Mutate(ctx, "setattr", canonical, "", [&](Txn* t) -> Status {
@@ -938,6 +1098,16 @@ Result<FileInfo> LocalVolume::SetAttr(const RequestContext& ctx, const std::stri
     }
     WEFT_ASSIGN_OR_RETURN(auto cur, t->GetInode(ino));
     Inode inode = cur.value;
+    if (req.attributes) {
+      if (inode.type == FileType::kFile) {
+        return InvalidArgument(path +
+                               ": attributes of a file belong to its version; write a new version");
+      }
+      if (inode.type != FileType::kDirectory) {
+        return InvalidArgument(path + ": only directories and file versions have attributes");
+      }
+      inode.attributes = *req.attributes;
+    }
     if (req.mode) inode.mode = *req.mode & 07777;
     if (req.uid) inode.uid = *req.uid;
     if (req.gid) inode.gid = *req.gid;
@@ -1044,19 +1214,7 @@ Result<std::vector<VersionInfo>> LocalVolume::ListVersions(const RequestContext&
     }
     if (n.dirent.type != FileType::kFile) continue;
     // The inode's states overlapping [n.begin, n.end).
-    std::vector<schema::History<Inode>> states;
-    WEFT_ASSIGN_OR_RETURN(auto icur, snap->Get(schema::InodeKey(n.dirent.ino)));
-    if (icur) {
-      WEFT_ASSIGN_OR_RETURN(auto c, schema::DecodeInode(*icur));
-      states.push_back({c.seq_begin, NamespaceView::kLive, 0, c.value});
-    }
-    WEFT_RETURN_IF_ERROR(ForEachWithPrefix(snap.get(), schema::InodeHistoryPrefix(n.dirent.ino),
-                                           [&](std::string_view, std::string_view value) -> Status {
-                                             WEFT_ASSIGN_OR_RETURN(
-                                                 auto h, schema::DecodeInodeHistory(value));
-                                             states.push_back(h);
-                                             return OkStatus();
-                                           }));
+    WEFT_ASSIGN_OR_RETURN(auto states, LoadInodeStates(snap.get(), n.dirent.ino));
     for (const schema::History<Inode>& st : states) {
       if (st.seq_begin >= n.end || st.seq_end <= n.begin) continue;
       if (st.value.type != FileType::kFile) continue;
@@ -1086,6 +1244,108 @@ Result<std::vector<VersionInfo>> LocalVolume::ListVersions(const RequestContext&
     return a.is_current && !b.is_current;
   });
   return out;
+}
+
+// The records of the removed version go without a trace (no history record for them): a read
+// as of a sequence inside its lifetime would find nothing, so none may exist, and none can be
+// created later since snapshots name only new sequences.
+Status LocalVolume::DeleteVersion(const RequestContext& ctx, const std::string& path,
+                                  const std::string& version_id) {
+  WEFT_ASSIGN_OR_RETURN(ParentAndName pn, SplitParent(path));
+  const std::vector<std::string> segments = pn.Segments();
+  WEFT_RETURN_IF_ERROR(RejectReserved(segments, path));
+  const std::string canonical = JoinPath(segments);
+  if (version_id.starts_with("delete.")) {
+    return Unimplemented(canonical + ": delete markers follow from the path's history and " +
+                         "cannot be removed");
+  }
+  uint64_t ino = 0, content_seq = 0;
+  if (!schema::ParseVersionId(version_id, &ino, &content_seq)) {
+    return InvalidArgument("'" + version_id + "' is not a version id");
+  }
+  return Mutate(ctx, "delete-version", canonical, version_id, [&](Txn* t) -> Status {
+    // Under the commit lock nothing else changes the store, so these reads see exactly what
+    // this transaction starts from.
+    WEFT_ASSIGN_OR_RETURN(std::vector<VersionInfo> versions, ListVersions(ctx, canonical));
+    auto it = std::find_if(versions.begin(), versions.end(), [&](const VersionInfo& v) {
+      return v.version_id == version_id && !v.is_delete_marker;
+    });
+    if (it == versions.end()) return NotFound(canonical + ": no version " + version_id);
+    auto kv_snap = kv_->NewSnapshot();
+    WEFT_ASSIGN_OR_RETURN(auto states, LoadInodeStates(kv_snap.get(), ino));
+    std::erase_if(states, [&](const schema::History<Inode>& st) {
+      return st.value.type != FileType::kFile || st.value.content_seq != content_seq;
+    });
+    WEFT_ASSIGN_OR_RETURN(std::vector<SnapshotInfo> snapshots, ListSnapshots(ctx));
+    bool live_elsewhere = false;
+    for (const schema::History<Inode>& st : states) {
+      for (const SnapshotInfo& snap : snapshots) {
+        if (st.seq_begin <= snap.sequence && snap.sequence < st.seq_end) {
+          return FailedPrecondition(canonical + ": version " + version_id +
+                                    " is held by snapshot " + snap.name);
+        }
+      }
+      if (st.seq_end == NamespaceView::kLive) {
+        live_elsewhere = !it->is_current;
+      } else {
+        t->reader.Delete(schema::InodeHistoryKey(ino, st.seq_end));
+      }
+    }
+    if (live_elsewhere) {
+      return FailedPrecondition(canonical + ": version " + version_id +
+                                " is the current content of this file at another path");
+    }
+    // A non-current version is gone with its history records; GC collects its manifest once
+    // no reader pins it.
+    if (!it->is_current) return OkStatus();
+
+    // The current version: the next older entry decides what the path becomes. It always
+    // follows the current one, which is the newest.
+    WEFT_ASSIGN_OR_RETURN(uint64_t parent, ResolveDirForWrite(t, pn.parent, false, ctx));
+    auto next = it + 1;
+    if (next == versions.end() || next->is_delete_marker) {
+      // Since its entry began the path held only the removed version (or versions already
+      // gone), so the entry leaves no history either, and no delete marker appears.
+      t->reader.Delete(schema::DirentKey(parent, pn.name));
+      t->reader.Delete(schema::InodeKey(ino));
+      return OkStatus();
+    }
+    uint64_t prev_ino = 0, prev_seq = 0;
+    if (!schema::ParseVersionId(next->version_id, &prev_ino, &prev_seq)) {
+      return Internal("ListVersions returned a malformed version id " + next->version_id);
+    }
+    WEFT_ASSIGN_OR_RETURN(auto prev_states, LoadInodeStates(kv_snap.get(), prev_ino));
+    const schema::History<Inode>* latest = nullptr;
+    bool prev_live = false;
+    for (const schema::History<Inode>& st : prev_states) {
+      if (st.seq_end == NamespaceView::kLive) {
+        prev_live = true;
+        continue;
+      }
+      if (st.value.type != FileType::kFile || st.value.content_seq != prev_seq) continue;
+      if (latest == nullptr || st.seq_end > latest->seq_end) latest = &st;
+    }
+    if (latest == nullptr) {
+      return Corruption(canonical + ": version " + next->version_id + " has no inode state");
+    }
+    // The previous version becomes current as it was, under its own version id.
+    Inode restored = latest->value;
+    restored.ctime_ns = t->now_ns;
+    if (prev_ino == ino) {
+      t->reader.Put(schema::InodeKey(ino), schema::EncodeInode(t->seq, restored));
+      return OkStatus();
+    }
+    // It belonged to a file that was replaced by a rename onto this path.
+    if (prev_live) {
+      return FailedPrecondition(canonical + ": the previous version " + next->version_id +
+                                " belongs to a file that now lives at another path");
+    }
+    t->reader.Delete(schema::InodeKey(ino));
+    t->reader.Put(schema::InodeKey(prev_ino), schema::EncodeInode(t->seq, restored));
+    // The retired entry names an inode without states; keeping it keeps the list free of a
+    // delete marker where none was.
+    return t->PutDirent(parent, pn.name, Dirent{prev_ino, FileType::kFile});
+  });
 }
 
 Result<std::vector<Change>> LocalVolume::ReadChanges(const RequestContext&, uint64_t after,
@@ -1171,15 +1431,29 @@ Result<GcReport> LocalVolume::CollectGarbage(const RequestContext&, const GcOpti
 
   WriteBatch batch;
   std::set<std::pair<uint64_t, uint64_t>> live_manifests;  // (ino, content_seq)
-  WEFT_RETURN_IF_ERROR(ForEachWithPrefix(
-      snap.get(), std::string(1, schema::kInode),
-      [&](std::string_view key, std::string_view value) -> Status {
-        WEFT_ASSIGN_OR_RETURN(auto c, schema::DecodeInode(value));
-        if (c.value.type == FileType::kFile) {
-          live_manifests.insert({GetBigEndian64(key.data() + 1), c.value.content_seq});
-        }
-        return OkStatus();
-      }));
+  std::unordered_set<uint64_t> keep_all_dirs;              // carry kKeepVersionsAttribute = "all"
+  WEFT_RETURN_IF_ERROR(
+      ForEachWithPrefix(snap.get(), std::string(1, schema::kInode),
+                        [&](std::string_view key, std::string_view value) -> Status {
+                          WEFT_ASSIGN_OR_RETURN(auto c, schema::DecodeInode(value));
+                          const uint64_t ino = GetBigEndian64(key.data() + 1);
+                          if (c.value.type == FileType::kFile) {
+                            live_manifests.insert({ino, c.value.content_seq});
+                          } else if (c.value.type == FileType::kDirectory) {
+                            auto attr = c.value.attributes.find(kKeepVersionsAttribute);
+                            if (attr != c.value.attributes.end() && attr->second == "all") {
+                              keep_all_dirs.insert(ino);
+                            }
+                          }
+                          return OkStatus();
+                        }));
+  // Directories below a keep-all directory, and every file that is or was in one of them:
+  // their history stays whatever its age. Only volumes that use the attribute pay the scan.
+  // Inode numbers are never reused, so one set holds the directories and the files.
+  std::unordered_set<uint64_t> keep_all;
+  if (!keep_all_dirs.empty()) {
+    WEFT_ASSIGN_OR_RETURN(keep_all, KeepAllSubtrees(snap.get(), keep_all_dirs));
+  }
   {
     std::lock_guard lock(pinned_mu_);
     for (const auto& [version, readers] : pinned_) live_manifests.insert(version);
@@ -1189,7 +1463,13 @@ Result<GcReport> LocalVolume::CollectGarbage(const RequestContext&, const GcOpti
   WEFT_RETURN_IF_ERROR(ForEachWithPrefix(
       snap.get(), dirent_history, [&](std::string_view key, std::string_view value) -> Status {
         WEFT_ASSIGN_OR_RETURN(auto h, schema::DecodeDirentHistory(value));
-        if (!retained(h.seq_begin, h.seq_end, h.end_time_ns)) batch.Delete(key);
+        if (key.size() < 10) return Corruption("malformed directory entry history key");
+        if (keep_all.count(GetBigEndian64(key.data() + 2))) {
+          // A file removed from a keep-all directory keeps its versions as well.
+          if (h.value.type == FileType::kFile) keep_all.insert(h.value.ino);
+        } else if (!retained(h.seq_begin, h.seq_end, h.end_time_ns)) {
+          batch.Delete(key);
+        }
         return OkStatus();
       }));
   WEFT_RETURN_IF_ERROR(ForEachWithPrefix(
@@ -1197,7 +1477,7 @@ Result<GcReport> LocalVolume::CollectGarbage(const RequestContext&, const GcOpti
         WEFT_ASSIGN_OR_RETURN(auto h, schema::DecodeInodeHistory(value));
         if (key.size() < 10) return Corruption("malformed inode history key");
         uint64_t ino = GetBigEndian64(key.data() + 2);
-        if (retained(h.seq_begin, h.seq_end, h.end_time_ns)) {
+        if (keep_all.count(ino) || retained(h.seq_begin, h.seq_end, h.end_time_ns)) {
           if (h.value.type == FileType::kFile) live_manifests.insert({ino, h.value.content_seq});
         } else {
           batch.Delete(key);

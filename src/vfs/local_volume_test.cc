@@ -551,6 +551,448 @@ TEST_F(LocalVolumeTest, CommitAllIsAtomic) {
   EXPECT_EQ(LastSequence(), after_first + 2);  // the write of /dir/x and the mkdir only
 }
 
+WriteOptions WithEtag(std::string etag) {
+  WriteOptions opts;
+  opts.etag = std::move(etag);
+  return opts;
+}
+
+TEST_F(LocalVolumeTest, AttributesTravelWithTheirVersion) {
+  ASSERT_TRUE(vol_->Mkdir(ctx_, "/d").ok());
+  WriteOptions opts;
+  opts.attributes = {{"content-type", "text/plain"}, {"x-amz-meta-a", std::string("\0b", 2)}};
+  auto v1 = WriteFile(vol_.get(), "/d/f", "first", opts);
+  ASSERT_TRUE(v1.ok()) << v1.status().ToString();
+  EXPECT_EQ(v1->attributes, opts.attributes);
+  ASSERT_TRUE(vol_->CreateSnapshot(ctx_, "s1", "/").ok());
+  WriteOptions opts2;
+  opts2.attributes = {{"content-type", "application/json"}};
+  auto v2 = WriteFile(vol_.get(), "/d/f", "second", opts2);
+  ASSERT_TRUE(v2.ok());
+
+  EXPECT_EQ(vol_->Stat(ctx_, "/d/f")->attributes, opts2.attributes);
+  ReadDirOptions with_info;
+  with_info.with_info = true;
+  auto page = vol_->ReadDir(ctx_, "/d", with_info);
+  ASSERT_TRUE(page.ok());
+  ASSERT_EQ(page->entries.size(), 1u);
+  EXPECT_EQ(page->entries[0].info->attributes, opts2.attributes);
+  EXPECT_EQ((*vol_->OpenReader(ctx_, "/d/f"))->info().attributes, opts2.attributes);
+  auto old = vol_->OpenVersion(ctx_, "/d/f", v1->version_id);
+  ASSERT_TRUE(old.ok());
+  EXPECT_EQ((*old)->info().attributes, opts.attributes);
+  EXPECT_EQ(vol_->Stat(ctx_, "/.weft/snapshots/s1/d/f")->attributes, opts.attributes);
+  ReadOptions at;
+  at.snapshot = "s1";
+  EXPECT_EQ((*vol_->OpenReader(ctx_, "/d/f", at))->info().attributes, opts.attributes);
+
+  // setattr keeps the version's attributes; a version without any has none.
+  SetAttrRequest chmod;
+  chmod.mode = 0600;
+  EXPECT_EQ(vol_->SetAttr(ctx_, "/d/f", chmod)->attributes, opts2.attributes);
+  EXPECT_TRUE(WriteFile(vol_.get(), "/d/f", "third")->attributes.empty());
+  EXPECT_TRUE(vol_->Stat(ctx_, "/d")->attributes.empty());
+}
+
+TEST_F(LocalVolumeTest, AttributeAndEtagLimits) {
+  ASSERT_TRUE(vol_->Mkdir(ctx_, "/dir").ok());
+  uint64_t before = LastSequence();
+  auto bad_attributes = [&](Attributes attributes) {
+    WriteOptions opts;
+    opts.attributes = std::move(attributes);
+    return vol_->OpenWriter(ctx_, "/f", opts).status().code();
+  };
+  Attributes many;
+  for (int i = 0; i < 65; ++i) many["k" + std::to_string(i)] = "v";
+  EXPECT_EQ(bad_attributes(many), StatusCode::kInvalidArgument);
+  many.erase(many.begin());
+  EXPECT_EQ(bad_attributes(many), StatusCode::kOk);
+  EXPECT_EQ(bad_attributes({{"", "v"}}), StatusCode::kInvalidArgument);
+  EXPECT_EQ(bad_attributes({{std::string(257, 'n'), "v"}}), StatusCode::kInvalidArgument);
+  EXPECT_EQ(bad_attributes({{std::string(256, 'n'), "v"}}), StatusCode::kOk);
+  EXPECT_EQ(bad_attributes({{"a", std::string(8191, 'v')}}), StatusCode::kOk);
+  EXPECT_EQ(bad_attributes({{"a", std::string(8192, 'v')}}), StatusCode::kInvalidArgument);
+
+  for (const std::string& etag : {std::string(), std::string(65, 'e'), std::string("a\"b"),
+                                  std::string("tab\t"), std::string("\x80")}) {
+    EXPECT_EQ(vol_->OpenWriter(ctx_, "/f", WithEtag(etag)).status().code(),
+              StatusCode::kInvalidArgument)
+        << etag;
+  }
+  EXPECT_TRUE(vol_->OpenWriter(ctx_, "/f", WithEtag(std::string(64, 'e'))).ok());
+
+  SetAttrRequest req;
+  req.attributes = many;
+  (*req.attributes)["one too many"] = "x";
+  EXPECT_EQ(vol_->SetAttr(ctx_, "/dir", req).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(LastSequence(), before);
+}
+
+TEST_F(LocalVolumeTest, SetAttrReplacesDirectoryAttributesOnly) {
+  ASSERT_TRUE(vol_->Mkdir(ctx_, "/bucket").ok());
+  ASSERT_TRUE(vol_->CreateSnapshot(ctx_, "before", "/").ok());
+  uint64_t before = LastSequence();
+  SetAttrRequest req;
+  req.attributes = Attributes{{"s3.versioning", "Enabled"}, {"s3.region", "local"}};
+  auto set = vol_->SetAttr(ctx_, "/bucket", req);
+  ASSERT_TRUE(set.ok()) << set.status().ToString();
+  EXPECT_EQ(set->attributes, *req.attributes);
+  EXPECT_EQ(vol_->Stat(ctx_, "/bucket")->attributes, *req.attributes);
+  ReadDirOptions with_info;
+  with_info.with_info = true;
+  EXPECT_EQ(vol_->ReadDir(ctx_, "/", with_info)->entries[0].info->attributes, *req.attributes);
+  EXPECT_TRUE(vol_->Stat(ctx_, "/.weft/snapshots/before/bucket")->attributes.empty());
+  auto changes = vol_->ReadChanges(ctx_, before, 10);
+  ASSERT_EQ(changes->size(), 1u);
+  EXPECT_EQ((*changes)[0].op, "setattr");
+  EXPECT_EQ((*changes)[0].path, "/bucket");
+
+  // Other fields leave them alone; an empty map clears them; the root has them too.
+  SetAttrRequest chmod;
+  chmod.mode = 0700;
+  EXPECT_EQ(vol_->SetAttr(ctx_, "/bucket", chmod)->attributes, *req.attributes);
+  req.attributes = Attributes{};
+  EXPECT_TRUE(vol_->SetAttr(ctx_, "/bucket", req)->attributes.empty());
+  req.attributes = Attributes{{"k", "v"}};
+  EXPECT_EQ(vol_->SetAttr(ctx_, "/", req)->attributes, *req.attributes);
+
+  ASSERT_TRUE(WriteFile(vol_.get(), "/bucket/f", "x").ok());
+  uint64_t after_write = LastSequence();
+  auto on_file = vol_->SetAttr(ctx_, "/bucket/f", req);
+  EXPECT_EQ(on_file.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(on_file.status().message().find("write a new version"), std::string::npos);
+  EXPECT_EQ(LastSequence(), after_write);
+}
+
+TEST_F(LocalVolumeTest, CallerEtagReplacesTheMd5) {
+  std::string data = RandomBytes(50000, 11);
+  auto info = WriteFile(vol_.get(), "/mp", data, WithEtag("0123abcd-3"));
+  ASSERT_TRUE(info.ok());
+  EXPECT_EQ(info->etag, "0123abcd-3");
+  EXPECT_EQ(vol_->Stat(ctx_, "/mp")->etag, "0123abcd-3");
+  EXPECT_EQ((*vol_->ListVersions(ctx_, "/mp"))[0].etag, "0123abcd-3");
+  EXPECT_EQ(*ReadFile(vol_.get(), "/mp"), data);
+  EXPECT_EQ(WriteFile(vol_.get(), "/plain", data)->etag, Md5Hex(AsBytes(data)));
+}
+
+TEST_F(LocalVolumeTest, AppendFromConcatenatesWithoutStoringBytes) {
+  std::vector<std::string> parts = {RandomBytes(30000, 21), RandomBytes(5, 22),
+                                    RandomBytes(45000, 23)};
+  uint64_t source_chunks = 0;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    auto info = WriteFile(vol_.get(), "/part" + std::to_string(i), parts[i]);
+    ASSERT_TRUE(info.ok());
+    source_chunks += info->chunks;
+  }
+  const ChunkStoreStats stored_before = chunks_->Stats();
+  const uint64_t unique_before = vol_->Usage(ctx_)->unique_bytes;
+
+  WriteOptions opts = WithEtag("abc-3");
+  opts.attributes = {{"content-type", "video/mp4"}};
+  auto w = vol_->OpenWriter(ctx_, "/whole", opts);
+  ASSERT_TRUE(w.ok());
+  for (size_t i = 0; i < parts.size(); ++i) {
+    auto r = vol_->OpenReader(ctx_, "/part" + std::to_string(i));
+    ASSERT_TRUE(r.ok());
+    ASSERT_TRUE((*w)->AppendFrom(**r).ok());
+  }
+  EXPECT_EQ((*w)->bytes_written(), 75005u);
+  auto info = (*w)->Commit();
+  ASSERT_TRUE(info.ok()) << info.status().ToString();
+  EXPECT_EQ(info->size, 75005u);
+  EXPECT_EQ(info->etag, "abc-3");
+  EXPECT_EQ(info->chunks, source_chunks);
+  EXPECT_EQ(info->attributes, opts.attributes);
+  EXPECT_EQ(*ReadFile(vol_.get(), "/whole"), parts[0] + parts[1] + parts[2]);
+  auto reader = vol_->OpenReader(ctx_, "/whole");
+  EXPECT_EQ(*(*reader)->ReadAt(29998, 10), (parts[0] + parts[1] + parts[2]).substr(29998, 10));
+
+  const ChunkStoreStats stored_after = chunks_->Stats();
+  EXPECT_EQ(stored_after.chunks, stored_before.chunks);
+  EXPECT_EQ(stored_after.raw_bytes, stored_before.raw_bytes);
+  auto usage = vol_->Usage(ctx_);
+  EXPECT_EQ(usage->unique_bytes, unique_before);
+  EXPECT_EQ(usage->referenced_bytes, 2 * 75005u);
+
+  // A copy is an append of one source: same bytes, same etag when the caller passes it.
+  auto src = vol_->OpenReader(ctx_, "/part0");
+  auto copy = vol_->OpenWriter(ctx_, "/copy", WithEtag((*src)->info().etag));
+  ASSERT_TRUE((*copy)->AppendFrom(**src).ok());
+  EXPECT_EQ((*copy)->Commit()->etag, Md5Hex(AsBytes(parts[0])));
+  EXPECT_EQ(*ReadFile(vol_.get(), "/copy"), parts[0]);
+  EXPECT_EQ(chunks_->Stats().raw_bytes, stored_before.raw_bytes);
+  auto fsck = vol_->Fsck(ctx_);
+  ASSERT_TRUE(fsck.ok());
+  EXPECT_TRUE(fsck->problems.empty());
+}
+
+TEST_F(LocalVolumeTest, AppendFromNeedsACallerEtag) {
+  ASSERT_TRUE(WriteFile(vol_.get(), "/src", "bytes").ok());
+  auto r = vol_->OpenReader(ctx_, "/src");
+  auto w = vol_->OpenWriter(ctx_, "/dst");
+  Status s = (*w)->AppendFrom(**r);
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(s.message().find("WriteOptions::etag"), std::string::npos);
+}
+
+TEST_F(LocalVolumeTest, AppendFromMixesWithWrites) {
+  std::string a = RandomBytes(20000, 31), b = RandomBytes(7000, 32);
+  ASSERT_TRUE(WriteFile(vol_.get(), "/a", a).ok());
+  ASSERT_TRUE(WriteFile(vol_.get(), "/b", b).ok());
+  auto ra = vol_->OpenReader(ctx_, "/a");
+  auto rb = vol_->OpenReader(ctx_, "/b");
+  std::string head = RandomBytes(3000, 33), mid = "middle", tail = RandomBytes(9000, 34);
+  auto w = vol_->OpenWriter(ctx_, "/mixed", WithEtag("mixed"));
+  ASSERT_TRUE((*w)->Write(AsBytes(head)).ok());
+  ASSERT_TRUE((*w)->AppendFrom(**ra).ok());
+  ASSERT_TRUE((*w)->Write(AsBytes(mid)).ok());
+  ASSERT_TRUE((*w)->AppendFrom(**rb).ok());
+  ASSERT_TRUE((*w)->AppendFrom(**ra).ok());
+  ASSERT_TRUE((*w)->Write(AsBytes(tail)).ok());
+  auto info = (*w)->Commit();
+  ASSERT_TRUE(info.ok()) << info.status().ToString();
+  const std::string want = head + a + mid + b + a + tail;
+  EXPECT_EQ(info->size, want.size());
+  EXPECT_EQ(*ReadFile(vol_.get(), "/mixed"), want);
+  auto fsck = vol_->Fsck(ctx_);
+  ASSERT_TRUE(fsck.ok());
+  EXPECT_TRUE(fsck->problems.empty());
+}
+
+TEST_F(LocalVolumeTest, AppendFromAnotherVolumeCopiesTheBytes) {
+  LocalVolumeOptions opts;
+  opts.chunker = SmallChunks();
+  auto other = NewLocalVolume(std::shared_ptr<KvStore>(NewMemKvStore()),
+                              std::shared_ptr<ChunkStore>(NewMemChunkStore()), opts);
+  ASSERT_TRUE(other.ok());
+  std::string data = RandomBytes(3 * 1024 * 1024 + 17, 41);  // several 1 MiB pieces
+  ASSERT_TRUE(WriteFile(other->get(), "/far", data).ok());
+  auto r = (*other)->OpenReader(ctx_, "/far");
+  auto w = vol_->OpenWriter(ctx_, "/near", WithEtag("copied"));
+  ASSERT_TRUE((*w)->Write(AsBytes(std::string("<"))).ok());
+  ASSERT_TRUE((*w)->AppendFrom(**r).ok());
+  ASSERT_TRUE((*w)->Commit().ok());
+  EXPECT_EQ(*ReadFile(vol_.get(), "/near"), "<" + data);
+  EXPECT_GE(chunks_->Stats().raw_bytes, data.size());
+}
+
+TEST_F(LocalVolumeTest, GcKeepsChunksAppendedToAnOpenWriter) {
+  std::string data = RandomBytes(40000, 51);
+  ASSERT_TRUE(WriteFile(vol_.get(), "/src", data).ok());
+  auto w = vol_->OpenWriter(ctx_, "/dst", WithEtag("e"));
+  {
+    auto r = vol_->OpenReader(ctx_, "/src");
+    ASSERT_TRUE((*w)->AppendFrom(**r).ok());
+  }  // the reader's pin is gone; only the writer references the chunks now
+  ASSERT_TRUE(vol_->Unlink(ctx_, "/src").ok());
+  clock_.AdvanceNanos(1'000'000'000);
+  auto gc = vol_->CollectGarbage(ctx_, GcOptions{0});
+  ASSERT_TRUE(gc.ok());
+  EXPECT_GT(gc->versions_pruned, 0u);
+  EXPECT_EQ(gc->chunks_removed, 0u);
+  ASSERT_TRUE((*w)->Commit().ok());
+  EXPECT_EQ(*ReadFile(vol_.get(), "/dst"), data);
+  auto fsck = vol_->Fsck(ctx_);
+  ASSERT_TRUE(fsck.ok());
+  EXPECT_TRUE(fsck->problems.empty());
+
+  // An aborted writer lets them go.
+  auto w2 = vol_->OpenWriter(ctx_, "/dst2", WithEtag("e"));
+  {
+    auto r = vol_->OpenReader(ctx_, "/dst");
+    ASSERT_TRUE((*w2)->AppendFrom(**r).ok());
+  }
+  (*w2)->Abort();
+  ASSERT_TRUE(vol_->Unlink(ctx_, "/dst").ok());
+  clock_.AdvanceNanos(1'000'000'000);
+  gc = vol_->CollectGarbage(ctx_, GcOptions{0});
+  ASSERT_TRUE(gc.ok());
+  EXPECT_GT(gc->chunks_removed, 0u);
+  EXPECT_EQ(vol_->Usage(ctx_)->unique_bytes, 0u);
+}
+
+TEST_F(LocalVolumeTest, DeleteNonCurrentVersion) {
+  auto v1 = WriteFile(vol_.get(), "/f", RandomBytes(20000, 61));
+  auto v2 = WriteFile(vol_.get(), "/f", RandomBytes(20000, 62));
+  auto v3 = WriteFile(vol_.get(), "/f", "three");
+  ASSERT_TRUE(v1.ok() && v2.ok() && v3.ok());
+  auto pinned = vol_->OpenVersion(ctx_, "/f", v2->version_id);
+  ASSERT_TRUE(pinned.ok());
+  uint64_t before = LastSequence();
+
+  ASSERT_TRUE(vol_->DeleteVersion(ctx_, "/f", v2->version_id).ok());
+  auto versions = vol_->ListVersions(ctx_, "/f");
+  ASSERT_EQ(versions->size(), 2u);
+  EXPECT_EQ((*versions)[0].version_id, v3->version_id);
+  EXPECT_EQ((*versions)[1].version_id, v1->version_id);
+  EXPECT_EQ(vol_->OpenVersion(ctx_, "/f", v2->version_id).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(vol_->DeleteVersion(ctx_, "/f", v2->version_id).code(), StatusCode::kNotFound);
+  auto changes = vol_->ReadChanges(ctx_, before, 10);
+  ASSERT_EQ(changes->size(), 1u);
+  EXPECT_EQ((*changes)[0].op, "delete-version");
+  EXPECT_EQ((*changes)[0].path2, v2->version_id);
+  EXPECT_EQ(*ReadFile(vol_.get(), "/f"), "three");
+
+  // Its bytes are garbage at once (v1 stays, inside the retention window), but not while a
+  // reader still reads them.
+  auto gc = vol_->CollectGarbage(ctx_, GcOptions{});
+  ASSERT_TRUE(gc.ok());
+  EXPECT_EQ(gc->chunks_removed, 0u);
+  EXPECT_EQ((*pinned)->ReadAt(0, 5)->size(), 5u);
+  pinned->reset();
+  gc = vol_->CollectGarbage(ctx_, GcOptions{});
+  ASSERT_TRUE(gc.ok());
+  EXPECT_EQ(gc->versions_pruned, 1u);
+  EXPECT_GT(gc->chunks_removed, 0u);
+  EXPECT_EQ(vol_->ListVersions(ctx_, "/f")->size(), 2u);
+  auto fsck = vol_->Fsck(ctx_);
+  ASSERT_TRUE(fsck.ok());
+  EXPECT_TRUE(fsck->problems.empty());
+
+  EXPECT_EQ(vol_->DeleteVersion(ctx_, "/f", "99.99").code(), StatusCode::kNotFound);
+  EXPECT_EQ(vol_->DeleteVersion(ctx_, "/f", "junk").code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(vol_->DeleteVersion(ctx_, "/nope", v1->version_id).code(), StatusCode::kNotFound);
+  auto other = WriteFile(vol_.get(), "/g", "g");
+  EXPECT_EQ(vol_->DeleteVersion(ctx_, "/f", other->version_id).code(), StatusCode::kNotFound);
+}
+
+TEST_F(LocalVolumeTest, DeleteVersionHeldBySnapshotIsRefused) {
+  auto v1 = WriteFile(vol_.get(), "/f", "one");
+  ASSERT_TRUE(vol_->CreateSnapshot(ctx_, "snap", "/").ok());
+  auto v2 = WriteFile(vol_.get(), "/f", "two");
+  uint64_t before = LastSequence();
+  for (const std::string& id : {v1->version_id, v2->version_id}) {
+    Status s = vol_->DeleteVersion(ctx_, "/f", id);
+    EXPECT_EQ(s.code(), id == v1->version_id ? StatusCode::kFailedPrecondition : StatusCode::kOk);
+    if (!s.ok()) {
+      EXPECT_NE(s.message().find("held by snapshot snap"), std::string::npos) << s.ToString();
+    }
+  }
+  EXPECT_EQ(LastSequence(), before + 1);  // only v2's removal
+  EXPECT_EQ(*ReadFile(vol_.get(), "/.weft/snapshots/snap/f"), "one");
+  EXPECT_EQ(*ReadFile(vol_.get(), "/f"), "one");  // v1 is current again
+}
+
+TEST_F(LocalVolumeTest, DeleteCurrentVersionRestoresThePreviousOne) {
+  WriteOptions typed;
+  typed.attributes = {{"content-type", "text/plain"}};
+  typed.mtime_ns = 777;
+  auto v1 = WriteFile(vol_.get(), "/f", "one", typed);
+  auto v2 = WriteFile(vol_.get(), "/f", "two");
+  ASSERT_TRUE(v1.ok() && v2.ok());
+  ASSERT_TRUE(vol_->DeleteVersion(ctx_, "/f", v2->version_id).ok());
+  auto st = vol_->Stat(ctx_, "/f");
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ(st->version_id, v1->version_id);
+  EXPECT_EQ(st->etag, v1->etag);
+  EXPECT_EQ(st->size, 3u);
+  EXPECT_EQ(st->mtime_ns, 777);
+  EXPECT_EQ(st->attributes, typed.attributes);
+  EXPECT_EQ(*ReadFile(vol_.get(), "/f"), "one");
+  auto versions = vol_->ListVersions(ctx_, "/f");
+  ASSERT_EQ(versions->size(), 1u);
+  EXPECT_TRUE((*versions)[0].is_current);
+  EXPECT_EQ((*versions)[0].version_id, v1->version_id);
+
+  // New writes continue from the restored version.
+  auto v3 = WriteFile(vol_.get(), "/f", "three");
+  versions = vol_->ListVersions(ctx_, "/f");
+  ASSERT_EQ(versions->size(), 2u);
+  EXPECT_EQ((*versions)[0].version_id, v3->version_id);
+  EXPECT_EQ((*versions)[1].version_id, v1->version_id);
+
+  // The last version: the path goes, leaving no versions and no delete marker.
+  ASSERT_TRUE(vol_->DeleteVersion(ctx_, "/f", v1->version_id).ok());
+  ASSERT_TRUE(vol_->DeleteVersion(ctx_, "/f", v3->version_id).ok());
+  EXPECT_EQ(vol_->Stat(ctx_, "/f").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(vol_->ListVersions(ctx_, "/f").status().code(), StatusCode::kNotFound);
+  EXPECT_TRUE(Names("/").empty());
+  clock_.AdvanceNanos(1'000'000'000);
+  ASSERT_TRUE(vol_->CollectGarbage(ctx_, GcOptions{0}).ok());
+  EXPECT_EQ(vol_->Usage(ctx_)->unique_bytes, 0u);
+  auto fsck = vol_->Fsck(ctx_);
+  ASSERT_TRUE(fsck.ok());
+  EXPECT_TRUE(fsck->problems.empty());
+}
+
+TEST_F(LocalVolumeTest, DeleteCurrentVersionBehindADeleteMarkerRemovesThePath) {
+  auto v1 = WriteFile(vol_.get(), "/f", "one");
+  ASSERT_TRUE(vol_->Unlink(ctx_, "/f").ok());
+  auto v2 = WriteFile(vol_.get(), "/f", "two");
+  ASSERT_TRUE(v1.ok() && v2.ok());
+  ASSERT_TRUE(vol_->DeleteVersion(ctx_, "/f", v2->version_id).ok());
+  // As in S3, the newest remaining entry is the delete marker: the object stays deleted.
+  EXPECT_EQ(vol_->Stat(ctx_, "/f").status().code(), StatusCode::kNotFound);
+  auto versions = vol_->ListVersions(ctx_, "/f");
+  ASSERT_TRUE(versions.ok());
+  ASSERT_EQ(versions->size(), 2u);
+  EXPECT_TRUE((*versions)[0].is_delete_marker);
+  EXPECT_EQ((*versions)[1].version_id, v1->version_id);
+  EXPECT_EQ(vol_->DeleteVersion(ctx_, "/f", (*versions)[0].version_id).code(),
+            StatusCode::kUnimplemented);
+  // A non-current version of a deleted path can still go.
+  ASSERT_TRUE(vol_->DeleteVersion(ctx_, "/f", v1->version_id).ok());
+  EXPECT_EQ(vol_->OpenVersion(ctx_, "/f", v1->version_id).status().code(), StatusCode::kNotFound);
+  auto fsck = vol_->Fsck(ctx_);
+  ASSERT_TRUE(fsck.ok());
+  EXPECT_TRUE(fsck->problems.empty());
+}
+
+TEST_F(LocalVolumeTest, DeleteCurrentVersionRestoresAFileReplacedByRename) {
+  auto v1 = WriteFile(vol_.get(), "/a", "old a");
+  auto b = WriteFile(vol_.get(), "/b", "b");
+  ASSERT_TRUE(vol_->Rename(ctx_, "/b", "/a").ok());
+  ASSERT_TRUE(vol_->DeleteVersion(ctx_, "/a", b->version_id).ok());
+  EXPECT_EQ(vol_->Stat(ctx_, "/a")->version_id, v1->version_id);
+  EXPECT_EQ(*ReadFile(vol_.get(), "/a"), "old a");
+  auto versions = vol_->ListVersions(ctx_, "/a");
+  ASSERT_EQ(versions->size(), 1u);
+  EXPECT_TRUE((*versions)[0].is_current);
+
+  // The current content of a file that moved away is not a version to delete from here.
+  ASSERT_TRUE(vol_->Rename(ctx_, "/a", "/c").ok());
+  EXPECT_EQ(vol_->DeleteVersion(ctx_, "/a", v1->version_id).code(),
+            StatusCode::kFailedPrecondition);
+  EXPECT_EQ(*ReadFile(vol_.get(), "/c"), "old a");
+  auto fsck = vol_->Fsck(ctx_);
+  ASSERT_TRUE(fsck.ok());
+  EXPECT_TRUE(fsck->problems.empty());
+}
+
+TEST_F(LocalVolumeTest, KeepVersionsAttributeStopsPruning) {
+  ASSERT_TRUE(vol_->Mkdir(ctx_, "/bucket").ok());
+  SetAttrRequest keep;
+  keep.attributes = Attributes{{kKeepVersionsAttribute, "all"}};
+  ASSERT_TRUE(vol_->SetAttr(ctx_, "/bucket", keep).ok());
+  WriteOptions parents;
+  parents.create_parents = true;
+  for (const char* path : {"/bucket/deep/f", "/bucket/g", "/other"}) {
+    ASSERT_TRUE(WriteFile(vol_.get(), path, RandomBytes(5000, 71), parents).ok());
+    ASSERT_TRUE(WriteFile(vol_.get(), path, path).ok());
+  }
+  ASSERT_TRUE(vol_->Unlink(ctx_, "/bucket/g").ok());
+  clock_.AdvanceNanos(1'000'000'000);
+  auto gc = vol_->CollectGarbage(ctx_, GcOptions{0});
+  ASSERT_TRUE(gc.ok());
+  EXPECT_EQ(gc->versions_pruned, 1u);  // /other's old version only
+  EXPECT_EQ(vol_->ListVersions(ctx_, "/bucket/deep/f")->size(), 2u);
+  EXPECT_EQ(vol_->ListVersions(ctx_, "/bucket/g")->size(), 3u);  // marker + two versions
+  EXPECT_EQ(vol_->ListVersions(ctx_, "/other")->size(), 1u);
+  auto versions = vol_->ListVersions(ctx_, "/bucket/deep/f");
+  EXPECT_EQ(
+      *(*vol_->OpenVersion(ctx_, "/bucket/deep/f", (*versions)[1].version_id))->ReadAt(0, 10000),
+      RandomBytes(5000, 71));
+
+  // Any other value, or none, lets them go.
+  keep.attributes = Attributes{{kKeepVersionsAttribute, "none"}};
+  ASSERT_TRUE(vol_->SetAttr(ctx_, "/bucket", keep).ok());
+  gc = vol_->CollectGarbage(ctx_, GcOptions{0});
+  ASSERT_TRUE(gc.ok());
+  EXPECT_EQ(gc->versions_pruned, 3u);
+  EXPECT_EQ(vol_->ListVersions(ctx_, "/bucket/deep/f")->size(), 1u);
+  EXPECT_EQ(vol_->ListVersions(ctx_, "/bucket/g").status().code(), StatusCode::kNotFound);
+}
+
 TEST_F(LocalVolumeTest, ReopenKeepsEverything) {
   ASSERT_TRUE(WriteFile(vol_.get(), "/persist", "bytes").ok());
   ASSERT_TRUE(vol_->CreateSnapshot(ctx_, "s", "/").ok());

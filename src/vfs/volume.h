@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -28,6 +29,13 @@ struct RequestContext {
 
 enum class FileType : uint8_t { kFile = 1, kDirectory = 2, kSymlink = 3 };
 
+// Named string values carried with a file version or a directory: the S3 front end keeps
+// Content-Type, Content-Encoding, Cache-Control, x-amz-meta-* and its own settings here.
+// Limits (InvalidArgument beyond them): at most 64 entries, names 1..256 bytes, names and
+// values together at most 8 KiB. Names starting with "weft." are read by the engine itself
+// (see GcOptions).
+using Attributes = std::map<std::string, std::string>;
+
 struct FileInfo {
   std::string path;  // as resolved (snapshot form for snapshot reads)
   uint64_t inode = 0;
@@ -42,6 +50,9 @@ struct FileInfo {
   std::string version_id;  // identifies this content version (files only)
   uint64_t chunks = 0;     // number of chunks in the manifest (files only)
   std::string symlink_target;
+  // Files: the attributes of this version (immutable, like its bytes). Directories: the
+  // directory's own, changed with SetAttr.
+  Attributes attributes;
 };
 
 struct DirEntry {
@@ -76,7 +87,15 @@ struct WriteOptions {
   bool create_parents = false;
   // Set the file's mtime instead of "now".
   std::optional<int64_t> mtime_ns;
+  // Stored with the new version; see Attributes for the limits.
+  Attributes attributes;
+  // The version's ETag, instead of the hex MD5 of its bytes, which is then not computed at all
+  // (S3 multipart ETags are "md5hex-N"; a copy reuses its source's ETag). 1..64 printable ASCII
+  // characters without '"'. Required by FileWriter::AppendFrom.
+  std::optional<std::string> etag;
 };
+
+class FileReader;
 
 // Streams a new version of one file. Nothing is visible until Commit() returns OK; Abort() or
 // destruction without Commit() leaves the namespace unchanged. Not thread-safe.
@@ -84,6 +103,12 @@ class FileWriter {
  public:
   virtual ~FileWriter() = default;
   virtual Status Write(ByteSpan data) = 0;
+  // Appends the whole content of the version `source` reads, in any order with Write(). A
+  // reader of the same LocalVolume costs no byte copy: its chunks are referenced, not
+  // rewritten (S3 multipart complete and CopyObject); another reader's bytes are copied.
+  // FailedPrecondition unless WriteOptions::etag is set, since no MD5 of the appended content
+  // is computed.
+  virtual Status AppendFrom(FileReader& source) = 0;
   // Makes the new version durable and visible atomically; returns its info.
   virtual Result<FileInfo> Commit() = 0;
   virtual void Abort() = 0;
@@ -105,6 +130,10 @@ struct SetAttrRequest {
   std::optional<uint32_t> uid;
   std::optional<uint32_t> gid;
   std::optional<int64_t> mtime_ns;
+  // Replaces a directory's attributes (the S3 front end keeps bucket settings on the bucket
+  // directory). InvalidArgument on a file: its attributes belong to its version, so write a
+  // new version instead.
+  std::optional<Attributes> attributes;
 };
 
 struct SnapshotInfo {
@@ -128,9 +157,10 @@ struct VersionInfo {
 struct Change {
   uint64_t sequence = 0;
   int64_t time_ns = 0;
-  std::string op;  // "write", "mkdir", "rename", "unlink", "rmdir", "setattr", "symlink", ...
+  // "write", "mkdir", "rename", "unlink", "rmdir", "setattr", "symlink", "delete-version", ...
+  std::string op;
   std::string path;
-  std::string path2;  // rename target
+  std::string path2;  // rename target; for "delete-version", the version id
   std::string principal;
 };
 
@@ -144,6 +174,12 @@ struct UsageInfo {
   uint64_t pack_bytes = 0;        // bytes of pack files on disk (incl. garbage)
   uint64_t metadata_bytes = 0;    // approximate metadata store size
 };
+
+// Retention: a directory attribute "weft.keep-versions" = "all" (kKeepVersionsAttribute) on a
+// directory or any of its ancestors makes garbage collection keep every non-current version of
+// the files below it, whatever keep_noncurrent_ns says (S3 bucket versioning "Enabled"); only
+// DeleteVersion removes them then.
+inline constexpr const char* kKeepVersionsAttribute = "weft.keep-versions";
 
 struct GcOptions {
   // Non-current versions not held by a snapshot are kept this long after they stop being
@@ -214,6 +250,16 @@ class Volume {
   // Versions of the file at `path`, newest first, including non-current ones still retained.
   virtual Result<std::vector<VersionInfo>> ListVersions(const RequestContext& ctx,
                                                         const std::string& path) = 0;
+
+  // Permanently removes one retained version of the file at `path` (S3 DELETE ?versionId=).
+  // A non-current version leaves the version list; FailedPrecondition if a snapshot's
+  // sequence falls inside its lifetime (the snapshot still reads it). Removing the current
+  // version makes the next older entry of ListVersions current again: a content version is
+  // restored with its version id, while a delete marker (or nothing) leaves the path removed,
+  // as S3 does. NotFound for a version id the path does not have; delete markers cannot be
+  // removed (Unimplemented).
+  virtual Status DeleteVersion(const RequestContext& ctx, const std::string& path,
+                               const std::string& version_id) = 0;
 
   // Changes with sequence > `after`, oldest first, at most `limit`.
   virtual Result<std::vector<Change>> ReadChanges(const RequestContext& ctx, uint64_t after,

@@ -160,6 +160,7 @@ FileInfo MakeFileInfo(const std::string& path, uint64_t ino, const Inode& inode)
   f.mtime_ns = inode.mtime_ns;
   f.ctime_ns = inode.ctime_ns;
   f.symlink_target = inode.symlink_target;
+  f.attributes = inode.attributes;
   if (inode.type == FileType::kFile) {
     f.etag = inode.etag;
     f.version_id = schema::MakeVersionId(ino, inode.content_seq);

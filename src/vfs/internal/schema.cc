@@ -8,6 +8,10 @@ namespace weft::schema {
 namespace {
 
 constexpr uint8_t kCodecVersion = 1;
+// Inode and manifest records with attributes carry this codec byte and a trailing attributes
+// field. Writers use it only when there are attributes, so every other record stays
+// byte-identical to codec 1, and a record cut right before the field is still detected.
+constexpr uint8_t kCodecWithAttributes = 2;
 
 Status Malformed(std::string_view what) {
   return Corruption("malformed " + std::string(what) + " record in the metadata store");
@@ -27,6 +31,36 @@ bool GetSigned(ByteReader* r, int64_t* v) {
   return true;
 }
 
+uint8_t CodecOf(const Dirent&) {
+  return kCodecVersion;
+}
+uint8_t CodecOf(const Inode& i) {
+  return i.attributes.empty() ? kCodecVersion : kCodecWithAttributes;
+}
+
+void PutAttributes(std::string* out, const Attributes& attributes) {
+  PutVarint64(out, attributes.size());
+  for (const auto& [name, value] : attributes) {
+    PutLengthPrefixed(out, name);
+    PutLengthPrefixed(out, value);
+  }
+}
+
+// Names are stored in map order; anything else (a duplicate included) is corruption.
+bool GetAttributes(ByteReader* r, Attributes* attributes) {
+  uint64_t n = 0;
+  if (!r->GetVarint64(&n) || n > r->remaining()) return false;
+  std::string_view prev;
+  for (uint64_t i = 0; i < n; ++i) {
+    std::string_view name, value;
+    if (!r->GetLengthPrefixed(&name) || !r->GetLengthPrefixed(&value)) return false;
+    if (i > 0 && name <= prev) return false;
+    attributes->emplace_hint(attributes->end(), std::string(name), std::string(value));
+    prev = name;
+  }
+  return true;
+}
+
 void PutDirentBody(std::string* out, const Dirent& d) {
   PutVarint64(out, d.ino);
   out->push_back(static_cast<char>(d.type));
@@ -36,9 +70,10 @@ bool ValidType(uint8_t t) {
   return t >= 1 && t <= 3;
 }
 
-bool GetDirentBody(ByteReader* r, Dirent* d) {
+bool GetDirentBody(ByteReader* r, uint8_t codec, Dirent* d) {
   uint8_t t = 0;
-  if (!r->GetVarint64(&d->ino) || !r->GetByte(&t) || !ValidType(t)) return false;
+  if (codec != kCodecVersion || !r->GetVarint64(&d->ino) || !r->GetByte(&t) || !ValidType(t))
+    return false;
   d->type = static_cast<FileType>(t);
   return true;
 }
@@ -55,6 +90,7 @@ void PutInodeBody(std::string* out, const Inode& i) {
   PutLengthPrefixed(out, i.etag);
   PutVarint64(out, i.chunks);
   PutLengthPrefixed(out, i.symlink_target);
+  if (CodecOf(i) == kCodecWithAttributes) PutAttributes(out, i.attributes);
 }
 
 bool GetU32(ByteReader* r, uint32_t* v) {
@@ -64,9 +100,10 @@ bool GetU32(ByteReader* r, uint32_t* v) {
   return true;
 }
 
-bool GetInodeBody(ByteReader* r, Inode* i) {
+bool GetInodeBody(ByteReader* r, uint8_t codec, Inode* i) {
   uint8_t t = 0;
   std::string_view etag, target;
+  if (codec != kCodecVersion && codec != kCodecWithAttributes) return false;
   if (!r->GetByte(&t) || !ValidType(t)) return false;
   i->type = static_cast<FileType>(t);
   if (!GetU32(r, &i->mode) || !GetU32(r, &i->uid) || !GetU32(r, &i->gid) ||
@@ -77,7 +114,7 @@ bool GetInodeBody(ByteReader* r, Inode* i) {
   }
   i->etag = std::string(etag);
   i->symlink_target = std::string(target);
-  return true;
+  return codec != kCodecWithAttributes || GetAttributes(r, &i->attributes);
 }
 
 bool GetVersionByte(ByteReader* r) {
@@ -87,7 +124,7 @@ bool GetVersionByte(ByteReader* r) {
 
 template <typename T, typename PutBody>
 std::string EncodeCurrent(uint64_t seq_begin, const T& value, PutBody put) {
-  std::string out(1, static_cast<char>(kCodecVersion));
+  std::string out(1, static_cast<char>(CodecOf(value)));
   PutVarint64(&out, seq_begin);
   put(&out, value);
   return out;
@@ -97,7 +134,9 @@ template <typename T, typename GetBody>
 Result<Current<T>> DecodeCurrent(std::string_view v, GetBody get, std::string_view what) {
   ByteReader r(v);
   Current<T> c;
-  if (!GetVersionByte(&r) || !r.GetVarint64(&c.seq_begin) || !get(&r, &c.value) || !r.empty()) {
+  uint8_t codec = 0;
+  if (!r.GetByte(&codec) || !r.GetVarint64(&c.seq_begin) || !get(&r, codec, &c.value) ||
+      !r.empty()) {
     return Malformed(what);
   }
   return c;
@@ -105,7 +144,7 @@ Result<Current<T>> DecodeCurrent(std::string_view v, GetBody get, std::string_vi
 
 template <typename T, typename PutBody>
 std::string EncodeHistory(const History<T>& h, PutBody put) {
-  std::string out(1, static_cast<char>(kCodecVersion));
+  std::string out(1, static_cast<char>(CodecOf(h.value)));
   PutVarint64(&out, h.seq_begin);
   PutVarint64(&out, h.seq_end);
   PutSigned(&out, h.end_time_ns);
@@ -117,8 +156,9 @@ template <typename T, typename GetBody>
 Result<History<T>> DecodeHistory(std::string_view v, GetBody get, std::string_view what) {
   ByteReader r(v);
   History<T> h;
-  if (!GetVersionByte(&r) || !r.GetVarint64(&h.seq_begin) || !r.GetVarint64(&h.seq_end) ||
-      !GetSigned(&r, &h.end_time_ns) || !get(&r, &h.value) || !r.empty()) {
+  uint8_t codec = 0;
+  if (!r.GetByte(&codec) || !r.GetVarint64(&h.seq_begin) || !r.GetVarint64(&h.seq_end) ||
+      !GetSigned(&r, &h.end_time_ns) || !get(&r, codec, &h.value) || !r.empty()) {
     return Malformed(what);
   }
   return h;
@@ -216,7 +256,8 @@ Result<History<Inode>> DecodeInodeHistory(std::string_view v) {
 }
 
 std::string EncodeManifest(const Manifest& m) {
-  std::string out(1, static_cast<char>(kCodecVersion));
+  const uint8_t codec = m.attributes.empty() ? kCodecVersion : kCodecWithAttributes;
+  std::string out(1, static_cast<char>(codec));
   PutVarint64(&out, m.size);
   PutLengthPrefixed(&out, m.etag);
   PutSigned(&out, m.mtime_ns);
@@ -226,6 +267,7 @@ std::string EncodeManifest(const Manifest& m) {
     out.append(c.id.raw());
     PutVarint64(&out, c.length);
   }
+  if (codec == kCodecWithAttributes) PutAttributes(&out, m.attributes);
   return out;
 }
 
@@ -234,8 +276,10 @@ Result<Manifest> DecodeManifest(std::string_view v) {
   Manifest m;
   std::string_view etag;
   uint64_t n = 0;
-  if (!GetVersionByte(&r) || !r.GetVarint64(&m.size) || !r.GetLengthPrefixed(&etag) ||
-      !GetSigned(&r, &m.mtime_ns) || !r.GetVarint64(&n) || n > r.remaining()) {
+  uint8_t codec = 0;
+  if (!r.GetByte(&codec) || (codec != kCodecVersion && codec != kCodecWithAttributes) ||
+      !r.GetVarint64(&m.size) || !r.GetLengthPrefixed(&etag) || !GetSigned(&r, &m.mtime_ns) ||
+      !r.GetVarint64(&n) || n > r.remaining()) {
     return Malformed("manifest");
   }
   m.etag = std::string(etag);
@@ -248,6 +292,9 @@ Result<Manifest> DecodeManifest(std::string_view v) {
     ref.id = *ChunkId::FromBytes(raw);
     total += ref.length;
     m.chunks.push_back(ref);
+  }
+  if (codec == kCodecWithAttributes && !GetAttributes(&r, &m.attributes)) {
+    return Malformed("manifest");
   }
   if (!r.empty() || total != m.size) return Malformed("manifest");
   return m;

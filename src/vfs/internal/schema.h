@@ -62,6 +62,9 @@ struct Inode {
   std::string etag;          // files: hex MD5
   uint64_t chunks = 0;
   std::string symlink_target;
+  // Directories: their own. Files: a copy of the current version's (like etag and size), so
+  // Stat and ReadDir need no manifest read.
+  Attributes attributes;
 };
 
 struct ChunkRef {
@@ -74,6 +77,7 @@ struct Manifest {
   std::string etag;
   int64_t mtime_ns = 0;
   std::vector<ChunkRef> chunks;
+  Attributes attributes;
 };
 
 // A current record: the value and the sequence that made it current.

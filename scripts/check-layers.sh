@@ -12,7 +12,10 @@ declare -A allowed=(
   [meta]="base io"
   [vfs]="base io chunk meta"
   [auth]="base io chunk meta vfs"
-  [cli]="base io chunk meta vfs auth"
+  [net]="base"
+  [frontends]="base io chunk meta vfs auth net"
+  [server]="base io chunk meta vfs auth net frontends"
+  [cli]="base io chunk meta vfs auth net frontends server"
 )
 
 bad=0
@@ -27,6 +30,16 @@ for module in "${!allowed[@]}"; do
       bad=1
     fi
   done < <(grep -rnE '^#include "[a-z_]+/' "src/$module" || true)
+done
+
+# Front ends never include each other: each one only parses its protocol and calls vfs.
+for frontend in src/frontends/*/; do
+  [ -d "$frontend" ] || continue
+  name=$(basename "$frontend")
+  while IFS= read -r line; do
+    echo "layering: $line  (front end $name may not include another front end)"
+    bad=1
+  done < <(grep -rnE '^#include "frontends/' "$frontend" | grep -v "\"frontends/$name/" || true)
 done
 
 if [ "${1:-}" = "--format" ] && command -v clang-format >/dev/null; then

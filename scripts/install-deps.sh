@@ -9,11 +9,13 @@ PACKAGES=(
   build-essential cmake ninja-build pkg-config clang-format
   # libraries
   libssl-dev libzstd-dev librocksdb-dev libxxhash-dev libcli11-dev nlohmann-json3-dev
-  libspdlog-dev
+  libspdlog-dev libboost-dev libboost-system-dev libpugixml-dev zlib1g-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev python3
   # used by the integration tests and benchmarks: tar | zstd reference, mount/umount, sync
   zstd tar coreutils util-linux mount
+  # real S3 clients the S3 tests drive, and the reference servers the benchmarks compare with
+  python3-boto3 awscli s3cmd rclone curl openssl nginx-light wrk
 )
 
 missing=()

@@ -4,6 +4,8 @@
 #include <exception>
 #include <string>
 
+#include "server/hub.h"
+
 #ifndef WEFT_VERSION
 #define WEFT_VERSION "unknown"
 #endif
@@ -219,6 +221,30 @@ int RunWeft(int argc, char** argv, const VolumeOpener& opener, int in_fd, FILE* 
     changes_cmd->add_option("--limit", changes.limit, "At most this many (0 = all)");
     changes_cmd->callback(
         [&] { action = [&](CommandEnv& env) { return RunChanges(env, changes); }; });
+
+    server::HubOptions serve;
+    CLI::App* serve_cmd = AddCommand(
+        app, "serve",
+        "Run the hub: S3 (path-style) at /, health at /_weft/healthz and Prometheus metrics at\n"
+        "/_weft/metrics, over the volume in --data. Root's key comes from WEFT_ROOT_ACCESS_KEY\n"
+        "and WEFT_ROOT_SECRET_KEY; without them the first start generates one and prints it\n"
+        "once. SIGTERM or Ctrl-C finishes requests in flight, then exits.",
+        "WEFT_ROOT_ACCESS_KEY=admin WEFT_ROOT_SECRET_KEY=adminsecret weft serve --listen "
+        "127.0.0.1:9000\n"
+        "  aws --endpoint-url http://127.0.0.1:9000 s3 cp ./data s3://datasets/ --recursive");
+    serve_cmd->add_option("--listen", serve.listen, "HOST:PORT to serve on (port 0: any free)")
+        ->capture_default_str();
+    serve_cmd->add_option("--tls-cert", serve.tls_cert_file, "PEM certificate: serve HTTPS");
+    serve_cmd->add_option("--tls-key", serve.tls_key_file, "PEM private key for --tls-cert");
+    serve_cmd->add_option("--region", serve.region, "Region clients sign requests for")
+        ->capture_default_str();
+    serve_cmd->callback([&] {
+      action = [&](CommandEnv& env) {
+        serve.data_dir = env.options().data_dir;
+        Status served = server::RunHub(serve, env.out());
+        return served.ok() ? kExitOk : env.Fail("serve", served);
+      };
+    });
 
     try {
       app.parse(argc, argv);

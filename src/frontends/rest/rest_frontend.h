@@ -1,0 +1,37 @@
+// RestFrontend: Weft's REST/JSON API under /_weft/api/v1/ (users, keys, rules, bearer tokens,
+// namespace reads, snapshots, usage; docs/rest-api.md). Every request takes one path: parse and
+// validate, authenticate the bearer token, route (handler + permission + resource path),
+// IdentityStore::Authorize, then the handler; no handler can be reached another way.
+// Thread-safe: requests run concurrently and share no mutable state.
+#pragma once
+
+#include <string_view>
+
+#include "auth/identity_store.h"
+#include "base/clock.h"
+#include "net/http_server.h"
+#include "vfs/volume.h"
+
+namespace weft::rest {
+
+// The URL prefix every endpoint lives under.
+inline constexpr std::string_view kApiPrefix = "/_weft/api/v1/";
+
+class RestFrontend : public net::HttpHandler {
+ public:
+  // Keeps references: `volume`, `identities` and `clock` must outlive the front end.
+  RestFrontend(Volume& volume, auth::IdentityStore& identities,
+               Clock* clock = SystemClock::Default());
+
+  void Handle(const net::HttpRequest& request, net::BodyReader& body,
+              net::ResponseWriter& response) override;
+  void HandleProtocolError(int status, std::string_view code, std::string_view message,
+                           net::ResponseWriter& response) override;
+
+ private:
+  Volume& volume_;
+  auth::IdentityStore& identities_;
+  Clock* clock_;
+};
+
+}  // namespace weft::rest

@@ -1,0 +1,115 @@
+// S3Frontend::Call: the state of one authenticated, authorised S3 request and its handlers.
+// Private to the S3 front end (s3_frontend.cc has dispatch, buckets and objects; multipart.cc
+// the multipart upload operations). Used by the request's thread only.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "frontends/s3/request.h"
+#include "frontends/s3/s3_error.h"
+#include "frontends/s3/s3_frontend.h"
+
+namespace weft::s3 {
+
+// Attribute names under which S3 object and bucket settings are stored in the engine.
+inline constexpr std::string_view kAttrMetaPrefix = "s3.meta.";
+inline constexpr std::string_view kAttrVersioning = "s3.versioning";
+inline constexpr std::string_view kAttrKeepVersions = "weft.keep-versions";
+
+// A copy source ("/bucket/key?versionId=..."), validated and authorised at the edge.
+struct CopySource {
+  std::string bucket;
+  std::string key;
+  std::optional<std::string> version_id;
+  std::string VolumePath() const { return "/" + bucket + "/" + key; }
+};
+
+// Where an object's bytes are read from: the live namespace, or a snapshot when the key is
+// ".weft/snapshots/<name>/<key>".
+struct ObjectRef {
+  std::string path;
+  ReadOptions read;
+  bool in_snapshot = false;
+};
+
+class S3Frontend::Call {
+ public:
+  Call(S3Frontend& frontend, S3Request request, Identity identity, net::BodyReader& body,
+       net::ResponseWriter& response, std::string request_id);
+
+  // Buckets and service.
+  void ListBuckets();
+  void CreateBucket();
+  void HeadBucket();
+  void DeleteBucket();
+  void GetBucketLocation();
+  void GetBucketVersioning();
+  void PutBucketVersioning();
+  void ListObjects(bool v2);
+  void ListObjectVersions();
+  void DeleteObjects();
+  // Objects.
+  void PutObject();
+  void GetObject(bool head);
+  void DeleteObject();
+  void CopyObject(const CopySource& source);
+  // Multipart (multipart.cc).
+  void CreateMultipartUpload();
+  void UploadPart(const std::optional<CopySource>& copy_source);
+  void CompleteMultipartUpload();
+  void AbortMultipartUpload();
+  void ListParts();
+  void ListMultipartUploads();
+
+  void SendError(const S3Error& error);
+  void SendStatus(const Status& status, Missing missing = Missing::kKey) {
+    SendError(ErrorFromStatus(status, missing));
+  }
+  void SendXml(int http_status, const std::string& xml);
+  void SendEmpty(int http_status, std::vector<net::HttpHeader> headers = {});
+
+  S3Request& request() { return request_; }
+  const Identity& identity() const { return identity_; }
+  const RequestContext& ctx() const { return ctx_; }
+
+ private:
+  Volume& volume() { return frontend_.volume_; }
+  int64_t now_ns() { return frontend_.options_.clock->NowNanos(); }
+  // The bucket must exist (NoSuchBucket otherwise); returns its directory info.
+  Result<FileInfo> StatBucket(const std::string& bucket);
+  bool VersioningOn(const FileInfo& bucket) const;
+  Result<ObjectRef> ResolveObject(const std::string& bucket, const std::string& key);
+  // Object attributes from request headers (Content-Type, x-amz-meta-*, ...).
+  Result<Attributes> AttributesFromHeaders();
+  // Streams the request payload into `writer`; aborts it on any error.
+  Status CopyPayloadInto(FileWriter& writer, PayloadReader& payload);
+  Result<std::unique_ptr<PayloadReader>> Payload();
+  // Removes now-empty directories from `path`'s parent up to (not including) the bucket.
+  void PruneEmptyParents(const std::string& path);
+  // Multipart helpers.
+  std::string UploadDir(const std::string& upload_id) const;
+  Result<FileInfo> FindUpload(const std::string& upload_id);
+  void RemoveUpload(const std::string& upload_id);
+
+  S3Frontend& frontend_;
+  S3Request request_;
+  Identity identity_;
+  RequestContext ctx_;
+  net::BodyReader& body_;
+  net::ResponseWriter& response_;
+  std::string request_id_;
+};
+
+// Helpers shared by the handler files.
+std::string QuoteEtag(std::string_view etag);
+std::string UnquoteEtag(std::string_view etag);
+// Response headers describing an object: ETag, Last-Modified, Content-Type, x-amz-meta-*, ...
+std::vector<net::HttpHeader> ObjectHeaders(const FileInfo& info);
+// A client-chosen integer query value in [lo, hi].
+Result<int64_t> ParseIntParam(std::string_view name, std::string_view value, int64_t lo,
+                              int64_t hi);
+
+}  // namespace weft::s3

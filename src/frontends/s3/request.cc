@@ -1,0 +1,377 @@
+#include "frontends/s3/request.h"
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+
+#include <algorithm>
+#include <cstring>
+#include <ctime>
+
+#include "base/bytes.h"
+
+namespace weft::s3 {
+namespace {
+
+bool IsDigit(char c) {
+  return c >= '0' && c <= '9';
+}
+bool IsLowerAlnum(char c) {
+  return IsDigit(c) || (c >= 'a' && c <= 'z');
+}
+
+std::string ToLower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+}  // namespace
+
+std::optional<std::string> S3Request::Query(std::string_view name) const {
+  for (const sigv4::QueryParam& p : query) {
+    if (p.name == name) return p.value;
+  }
+  return std::nullopt;
+}
+
+bool S3Request::HasQuery(std::string_view name) const {
+  return Query(name).has_value();
+}
+
+std::string S3Request::VolumePath() const {
+  std::string p = "/" + bucket;
+  if (!key.empty()) p += "/" + key;
+  return p;
+}
+
+Status ValidateBucketName(std::string_view b) {
+  auto bad = [&](std::string_view why) {
+    return InvalidArgument("InvalidBucketName: bucket name '" + std::string(b) + "' " +
+                           std::string(why));
+  };
+  if (b.size() < 3 || b.size() > 63) return bad("must be 3 to 63 characters long");
+  for (char c : b) {
+    if (!IsLowerAlnum(c) && c != '-' && c != '.') {
+      return bad("may contain only lower-case letters, digits, '-' and '.'");
+    }
+  }
+  if (!IsLowerAlnum(b.front()) || !IsLowerAlnum(b.back())) {
+    return bad("must begin and end with a letter or digit");
+  }
+  if (b.find("..") != std::string_view::npos || b.find(".-") != std::string_view::npos ||
+      b.find("-.") != std::string_view::npos) {
+    return bad("may not contain '..', '.-' or '-.'");
+  }
+  int dots = 0;
+  bool all_digits_and_dots = true;
+  for (char c : b) {
+    dots += c == '.';
+    all_digits_and_dots &= IsDigit(c) || c == '.';
+  }
+  if (dots == 3 && all_digits_and_dots) return bad("may not be an IP address");
+  return OkStatus();
+}
+
+Status ValidateKey(std::string_view key) {
+  if (key.size() > kMaxKeyBytes) {
+    return InvalidArgument("KeyTooLongError: keys are at most 1024 bytes");
+  }
+  size_t start = 0;
+  while (start <= key.size()) {
+    size_t end = key.find('/', start);
+    if (end == std::string_view::npos) end = key.size();
+    std::string_view segment = key.substr(start, end - start);
+    bool last = end == key.size();
+    // One trailing '/' names a directory ("photos/"), as S3 consoles create them.
+    if (segment.empty() && !(last && start > 0)) {
+      return InvalidArgument("InvalidArgument: key '" + std::string(key) +
+                             "' has an empty path segment");
+    }
+    if (segment == "." || segment == "..") {
+      return InvalidArgument("InvalidArgument: key '" + std::string(key) +
+                             "' has a '.' or '..' segment");
+    }
+    if (segment.size() > 255) {
+      return InvalidArgument("KeyTooLongError: a key segment between '/' is at most 255 bytes");
+    }
+    if (segment.find('\0') != std::string_view::npos ||
+        segment.find('\\') != std::string_view::npos) {
+      return InvalidArgument("InvalidArgument: keys may not contain NUL or '\\'");
+    }
+    start = end + 1;
+  }
+  return OkStatus();
+}
+
+Result<S3Request> ParseS3Request(const net::HttpRequest& http) {
+  S3Request request;
+  request.http = &http;
+  request.method = http.method;
+  WEFT_ASSIGN_OR_RETURN(request.path, sigv4::UriDecode(http.path, /*plus_is_space=*/false));
+  if (request.path.empty() || request.path[0] != '/') {
+    return InvalidArgument("InvalidRequest: the request path must start with '/'");
+  }
+  if (request.path.find('\0') != std::string::npos) {
+    return InvalidArgument("InvalidArgument: the request path contains NUL");
+  }
+  auto query = sigv4::ParseQueryString(http.query);
+  if (!query.ok()) return InvalidArgument("InvalidArgument: " + query.status().message());
+  request.query = std::move(query).value();
+
+  std::string_view rest = std::string_view(request.path).substr(1);
+  size_t slash = rest.find('/');
+  request.bucket = std::string(rest.substr(0, slash));
+  if (slash != std::string_view::npos) request.key = std::string(rest.substr(slash + 1));
+  if (!request.bucket.empty()) WEFT_RETURN_IF_ERROR(ValidateBucketName(request.bucket));
+  if (!request.key.empty()) WEFT_RETURN_IF_ERROR(ValidateKey(request.key));
+  return request;
+}
+
+Result<Identity> Authenticate(const S3Request& request, auth::IdentityStore& identities,
+                              std::string_view region, int64_t now_seconds) {
+  sigv4::Request signed_request;
+  signed_request.method = request.method;
+  signed_request.path = request.path;
+  signed_request.query = request.query;
+  for (const net::HttpHeader& h : request.http->headers) {
+    signed_request.headers.push_back({h.name, h.value});
+  }
+  // Signature Version 2 would otherwise look anonymous; say plainly what to change.
+  if (request.HasQuery("AWSAccessKeyId") ||
+      request.Header("authorization").value_or("").starts_with("AWS ")) {
+    return InvalidArgument(
+        "InvalidRequest: Weft accepts only Signature Version 4 (AWS4-HMAC-SHA256); configure "
+        "the client for s3v4 signatures");
+  }
+  auto parsed = sigv4::ParseRequestAuth(signed_request);
+  Identity identity;
+  if (!parsed.ok()) {
+    if (parsed.status().code() == StatusCode::kNotFound) {
+      identity.principal = std::string(auth::kAnonymous);
+      return identity;
+    }
+    return parsed.status();
+  }
+  const sigv4::ParsedAuth& claim = *parsed;
+  if (claim.credential.service != sigv4::kService) {
+    return InvalidArgument("AuthorizationHeaderMalformed: the service must be 's3', not '" +
+                           claim.credential.service + "'");
+  }
+  if (claim.credential.region != region) {
+    return InvalidArgument("AuthorizationHeaderMalformed: the region '" + claim.credential.region +
+                           "' is wrong; expecting '" + std::string(region) + "'");
+  }
+  auto key = identities.LookupKey(claim.credential.access_key_id);
+  if (!key.ok()) {
+    if (key.status().code() == StatusCode::kNotFound) {
+      return PermissionDenied(
+          "InvalidAccessKeyId: The AWS Access Key Id you provided does not exist in our "
+          "records.");
+    }
+    return key.status();
+  }
+  WEFT_RETURN_IF_ERROR(sigv4::VerifyRequest(claim, signed_request, key->secret_key, now_seconds));
+  identity.principal = key->user;
+  if (claim.mode == sigv4::AuthMode::kHeader) {
+    std::string_view hash = request.Header("x-amz-content-sha256").value_or("");
+    if (hash == sigv4::kStreamingPayload) {
+      identity.payload = PayloadMode::kStreamingSigned;
+      identity.chunk_chain.emplace(claim, key->secret_key);
+    } else if (hash == sigv4::kStreamingUnsignedTrailer) {
+      identity.payload = PayloadMode::kStreamingUnsignedTrailer;
+    } else if (hash == sigv4::kUnsignedPayload) {
+      identity.payload = PayloadMode::kUnsigned;
+    } else if (hash.starts_with("STREAMING-")) {
+      return Unimplemented("NotImplemented: payload mode " + std::string(hash) +
+                           " is not supported");
+    } else {
+      identity.payload = PayloadMode::kSha256;
+      identity.payload_sha256 = ToLower(hash);
+    }
+  }
+  return identity;
+}
+
+// ---- PayloadReader -------------------------------------------------------------------------
+
+PayloadReader::~PayloadReader() = default;
+
+Result<std::unique_ptr<PayloadReader>> PayloadReader::Make(const S3Request& request,
+                                                           Identity& identity,
+                                                           net::BodyReader& body) {
+  std::unique_ptr<PayloadReader> reader(new PayloadReader());
+  reader->body_ = &body;
+  reader->md5_ = std::make_unique<Md5Hasher>();
+  if (auto md5 = request.Header("content-md5")) {
+    auto raw = Base64Decode(*md5);
+    if (!raw || raw->size() != 16) {
+      return InvalidArgument("InvalidDigest: the Content-MD5 you specified is not valid");
+    }
+    reader->expected_md5_ = std::move(raw);
+  }
+  if (identity.payload == PayloadMode::kSha256) {
+    reader->expected_sha256_ = identity.payload_sha256;
+    reader->sha256_ = std::make_unique<Sha256Hasher>();
+  }
+  reader->declared_length_ = request.http->content_length;
+  if (identity.payload == PayloadMode::kStreamingSigned ||
+      identity.payload == PayloadMode::kStreamingUnsignedTrailer) {
+    auto raw = [r = reader.get()](std::span<char> out) { return r->ReadRaw(out); };
+    if (identity.payload == PayloadMode::kStreamingSigned) {
+      reader->chunked_ = std::make_unique<AwsChunkedDecoder>(raw, &*identity.chunk_chain);
+    } else {
+      std::optional<TrailerChecksum> checksum;
+      if (auto trailer = request.Header("x-amz-trailer")) {
+        std::string name(*trailer);
+        for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        checksum = TrailerChecksum::ForHeader(name);
+        if (!checksum) {
+          return Unimplemented("NotImplemented: the trailer " + name + " is not supported");
+        }
+      }
+      reader->chunked_ = std::make_unique<AwsChunkedDecoder>(raw, std::move(checksum));
+    }
+    auto decoded = request.Header("x-amz-decoded-content-length");
+    if (!decoded) {
+      return InvalidArgument(
+          "MissingContentLength: x-amz-decoded-content-length is required with aws-chunked "
+          "payloads");
+    }
+    uint64_t n = 0;
+    for (char c : *decoded) {
+      if (!IsDigit(c) || n > (uint64_t{1} << 50)) {
+        return InvalidArgument("InvalidArgument: bad x-amz-decoded-content-length");
+      }
+      n = n * 10 + static_cast<uint64_t>(c - '0');
+    }
+    reader->declared_length_ = n;
+  }
+  return reader;
+}
+
+Result<size_t> PayloadReader::ReadRaw(std::span<char> out) {
+  auto n = body_->Read(out);
+  if (!n.ok()) return InvalidArgument("IncompleteBody: " + n.status().message());
+  return *n;
+}
+
+Result<size_t> PayloadReader::Read(std::span<char> out) {
+  if (done_ || out.empty()) return size_t{0};
+  size_t n = 0;
+  if (chunked_) {
+    WEFT_ASSIGN_OR_RETURN(n, chunked_->Read(out));
+  } else {
+    WEFT_ASSIGN_OR_RETURN(n, ReadRaw(out));
+  }
+  if (n == 0) {
+    WEFT_RETURN_IF_ERROR(Finish());
+    return size_t{0};
+  }
+  ByteSpan bytes(reinterpret_cast<const uint8_t*>(out.data()), n);
+  md5_->Update(bytes);
+  if (sha256_) sha256_->Update(bytes);
+  delivered_ += n;
+  if (declared_length_ && delivered_ > *declared_length_) {
+    return InvalidArgument("IncompleteBody: the body is longer than its declared length");
+  }
+  return n;
+}
+
+Status PayloadReader::Finish() {
+  done_ = true;
+  if (declared_length_ && delivered_ != *declared_length_) {
+    return InvalidArgument("IncompleteBody: received " + std::to_string(delivered_) +
+                           " bytes of a " + std::to_string(*declared_length_) + "-byte body");
+  }
+  auto md5 = md5_->Finish();
+  md5_hex_ = ToHex(md5);
+  if (expected_md5_ && CRYPTO_memcmp(expected_md5_->data(), md5.data(), md5.size()) != 0) {
+    return InvalidArgument(
+        "BadDigest: the Content-MD5 you specified did not match what we received");
+  }
+  if (sha256_) {
+    std::string actual = ToHex(sha256_->Finish());
+    if (actual != *expected_sha256_) {
+      return InvalidArgument(
+          "XAmzContentSHA256Mismatch: the provided x-amz-content-sha256 does not match what "
+          "was computed");
+    }
+  }
+  return OkStatus();
+}
+
+std::string PayloadReader::Md5Hex() {
+  return md5_hex_;
+}
+
+Result<std::string> PayloadReader::ReadAll(size_t limit) {
+  std::string all;
+  char buf[64 << 10];
+  while (true) {
+    WEFT_ASSIGN_OR_RETURN(size_t n, Read(std::span<char>(buf, sizeof buf)));
+    if (n == 0) return all;
+    if (all.size() + n > limit) {
+      return InvalidArgument("EntityTooLarge: this request's body may be at most " +
+                             std::to_string(limit) + " bytes");
+    }
+    all.append(buf, n);
+  }
+}
+
+// ---- Dates and base64 -------------------------------------------------------------------------
+
+std::string HttpDate(int64_t time_ns) {
+  time_t t = static_cast<time_t>(time_ns / 1'000'000'000);
+  struct tm tm_utc;
+  gmtime_r(&t, &tm_utc);
+  char buf[64];
+  strftime(buf, sizeof buf, "%a, %d %b %Y %H:%M:%S GMT", &tm_utc);
+  return buf;
+}
+
+std::string IsoDate(int64_t time_ns) {
+  time_t t = static_cast<time_t>(time_ns / 1'000'000'000);
+  struct tm tm_utc;
+  gmtime_r(&t, &tm_utc);
+  char buf[64];
+  strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm_utc);
+  char ms[16];
+  snprintf(ms, sizeof ms, ".%03dZ", static_cast<int>((time_ns / 1'000'000) % 1000));
+  return std::string(buf) + ms;
+}
+
+std::optional<int64_t> ParseHttpDate(std::string_view text) {
+  std::string s(text);
+  for (const char* format : {"%a, %d %b %Y %H:%M:%S GMT", "%A, %d-%b-%y %H:%M:%S GMT",
+                             "%a %b %e %H:%M:%S %Y", "%Y-%m-%dT%H:%M:%SZ"}) {
+    struct tm tm_utc {};
+    const char* end = strptime(s.c_str(), format, &tm_utc);
+    if (end != nullptr && *end == '\0') return static_cast<int64_t>(timegm(&tm_utc));
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> Base64Decode(std::string_view text) {
+  if (text.size() % 4 != 0 || text.size() > (1 << 20)) return std::nullopt;
+  std::string out(text.size() / 4 * 3, '\0');
+  int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                          reinterpret_cast<const unsigned char*>(text.data()),
+                          static_cast<int>(text.size()));
+  if (n < 0) return std::nullopt;
+  size_t padding = 0;
+  if (!text.empty() && text.back() == '=') padding++;
+  if (text.size() > 1 && text[text.size() - 2] == '=') padding++;
+  out.resize(static_cast<size_t>(n) - padding);
+  return out;
+}
+
+std::string Base64Encode(std::string_view bytes) {
+  std::string out((bytes.size() + 2) / 3 * 4 + 1, '\0');
+  int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                          reinterpret_cast<const unsigned char*>(bytes.data()),
+                          static_cast<int>(bytes.size()));
+  out.resize(static_cast<size_t>(n));
+  return out;
+}
+
+}  // namespace weft::s3

@@ -1,0 +1,1231 @@
+#include "frontends/s3/s3_frontend.h"
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <set>
+
+#include "base/bytes.h"
+#include "frontends/s3/call.h"
+#include "frontends/s3/listing.h"
+#include "frontends/s3/xml.h"
+
+namespace weft::s3 {
+namespace {
+
+constexpr size_t kIoBytes = 1 << 20;
+constexpr size_t kMaxXmlBody = 2 << 20;
+constexpr size_t kMaxUserMetadataBytes = 2 << 10;  // S3's limit on x-amz-meta-* headers
+constexpr std::string_view kSnapshotKeyPrefix = ".weft/snapshots/";
+constexpr std::string_view kEmptyMd5 = "d41d8cd98f00b204e9800998ecf8427e";
+
+// Headers stored as object attributes, returned on GET and HEAD.
+constexpr std::array<std::string_view, 6> kStoredHeaders = {
+    "content-type",  "content-encoding", "content-disposition",
+    "cache-control", "content-language", "expires"};
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// What a request needs, decided before any handler runs.
+struct Route {
+  void (*run)(S3Frontend::Call&) = nullptr;
+  uint8_t needed = 0;          // auth::Permission bits
+  std::string resource;        // the path authorised
+  bool authenticated = false;  // refuse anonymous callers outright (ListBuckets)
+};
+
+Result<CopySource> ParseCopySource(std::string_view header) {
+  std::string_view raw = header;
+  std::optional<std::string> version_id;
+  size_t q = raw.find('?');
+  if (q != std::string_view::npos) {
+    WEFT_ASSIGN_OR_RETURN(auto params, sigv4::ParseQueryString(raw.substr(q + 1)));
+    for (const auto& p : params) {
+      if (p.name == "versionId") version_id = p.value;
+    }
+    raw = raw.substr(0, q);
+  }
+  WEFT_ASSIGN_OR_RETURN(std::string decoded, sigv4::UriDecode(raw, false));
+  std::string_view path = decoded;
+  if (!path.empty() && path[0] == '/') path.remove_prefix(1);
+  size_t slash = path.find('/');
+  if (slash == std::string_view::npos || slash + 1 == path.size()) {
+    return InvalidArgument("InvalidArgument: x-amz-copy-source must be bucket/key");
+  }
+  CopySource source;
+  source.bucket = std::string(path.substr(0, slash));
+  source.key = std::string(path.substr(slash + 1));
+  source.version_id = std::move(version_id);
+  WEFT_RETURN_IF_ERROR(ValidateBucketName(source.bucket));
+  WEFT_RETURN_IF_ERROR(ValidateKey(source.key));
+  return source;
+}
+
+std::string EncodeToken(char kind, const std::string& position) {
+  return Base64Encode(std::string(1, kind) + position);
+}
+
+bool WantsUrlEncoding(const S3Request& request, Status* error) {
+  auto encoding = request.Query("encoding-type");
+  if (!encoding) return false;
+  if (*encoding != "url") {
+    *error = InvalidArgument("InvalidArgument: encoding-type must be 'url'");
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string QuoteEtag(std::string_view etag) {
+  return "\"" + std::string(etag) + "\"";
+}
+
+std::string UnquoteEtag(std::string_view etag) {
+  while (!etag.empty() && etag.front() == ' ') etag.remove_prefix(1);
+  while (!etag.empty() && etag.back() == ' ') etag.remove_suffix(1);
+  if (etag.starts_with("W/")) etag.remove_prefix(2);
+  if (etag.size() >= 2 && etag.front() == '"' && etag.back() == '"') {
+    etag = etag.substr(1, etag.size() - 2);
+  }
+  return std::string(etag);
+}
+
+std::vector<net::HttpHeader> ObjectHeaders(const FileInfo& info) {
+  std::vector<net::HttpHeader> headers;
+  headers.push_back({"ETag", QuoteEtag(info.etag)});
+  headers.push_back({"Last-Modified", HttpDate(info.mtime_ns)});
+  headers.push_back({"Accept-Ranges", "bytes"});
+  bool has_type = false;
+  for (const auto& [name, value] : info.attributes) {
+    if (name.starts_with(kAttrMetaPrefix)) {
+      headers.push_back({"x-amz-meta-" + name.substr(kAttrMetaPrefix.size()), value});
+    } else if (name.starts_with("s3.")) {
+      std::string header = name.substr(3);
+      if (std::find(kStoredHeaders.begin(), kStoredHeaders.end(), header) == kStoredHeaders.end()) {
+        continue;
+      }
+      has_type |= header == "content-type";
+      headers.push_back({header, value});
+    }
+  }
+  if (!has_type) headers.push_back({"Content-Type", "binary/octet-stream"});
+  return headers;
+}
+
+Result<int64_t> ParseIntParam(std::string_view name, std::string_view value, int64_t lo,
+                              int64_t hi) {
+  int64_t n = 0;
+  bool ok = !value.empty() && value.size() <= 18;
+  for (char c : value) {
+    if (c < '0' || c > '9') ok = false;
+    if (ok) n = n * 10 + (c - '0');
+  }
+  if (!ok || n < lo || n > hi) {
+    return InvalidArgument("InvalidArgument: " + std::string(name) + " must be an integer from " +
+                           std::to_string(lo) + " to " + std::to_string(hi));
+  }
+  return n;
+}
+
+// ---- Dispatch --------------------------------------------------------------------------------
+
+S3Frontend::S3Frontend(Volume& volume, auth::IdentityStore& identities, S3Options options)
+    : volume_(volume), identities_(identities), options_(std::move(options)) {}
+
+S3Frontend::~S3Frontend() = default;
+
+void S3Frontend::HandleProtocolError(int status, std::string_view code, std::string_view message,
+                                     net::ResponseWriter& response) {
+  S3Error error{status, std::string(code), std::string(message)};
+  std::string body = ErrorXml(error, "", "");
+  (void)response.Send(status, {{"Content-Type", "application/xml"}}, body);
+}
+
+namespace {
+
+// Decides handler, permission and resource for a parsed request. Anything not listed here is
+// NotImplemented, never silently served by a neighbour.
+Result<Route> RouteRequest(const S3Request& r, std::optional<CopySource>* copy_source) {
+  using C = S3Frontend::Call;
+  Route route;
+  const std::string& m = r.method;
+  std::string bucket_path = "/" + r.bucket + "/";
+  std::string object_path = r.VolumePath();
+  for (std::string_view unsupported : {"acl",
+                                       "policy",
+                                       "cors",
+                                       "lifecycle",
+                                       "tagging",
+                                       "website",
+                                       "replication",
+                                       "logging",
+                                       "notification",
+                                       "encryption",
+                                       "object-lock",
+                                       "retention",
+                                       "legal-hold",
+                                       "torrent",
+                                       "accelerate",
+                                       "requestPayment",
+                                       "ownershipControls",
+                                       "publicAccessBlock",
+                                       "restore",
+                                       "select",
+                                       "analytics",
+                                       "metrics",
+                                       "inventory",
+                                       "intelligent-tiering",
+                                       "attributes"}) {
+    if (r.HasQuery(unsupported)) {
+      return Unimplemented("NotImplemented: the ?" + std::string(unsupported) +
+                           " subresource is not supported by Weft");
+    }
+  }
+  if (r.bucket.empty()) {
+    if (m != "GET") return Status(StatusCode::kUnimplemented, "MethodNotAllowed: use GET on /");
+    route.run = [](C& c) { c.ListBuckets(); };
+    route.resource = "/";
+    route.authenticated = true;
+    return route;
+  }
+  if (r.key.empty()) {
+    route.resource = bucket_path;
+    if (m == "PUT" && r.HasQuery("versioning")) {
+      route.run = [](C& c) { c.PutBucketVersioning(); };
+      route.needed = auth::kAdmin;
+    } else if (m == "PUT") {
+      route.run = [](C& c) { c.CreateBucket(); };
+      route.needed = auth::kWrite;
+    } else if (m == "GET" && r.HasQuery("versioning")) {
+      route.run = [](C& c) { c.GetBucketVersioning(); };
+      route.needed = auth::kList;
+    } else if (m == "GET" && r.HasQuery("location")) {
+      route.run = [](C& c) { c.GetBucketLocation(); };
+      route.needed = auth::kList;
+    } else if (m == "GET" && r.HasQuery("uploads")) {
+      route.run = [](C& c) { c.ListMultipartUploads(); };
+      route.needed = auth::kList;
+      route.resource += r.Query("prefix").value_or("");
+    } else if (m == "GET" && r.HasQuery("versions")) {
+      route.run = [](C& c) { c.ListObjectVersions(); };
+      route.needed = auth::kList | auth::kRead;
+      route.resource += r.Query("prefix").value_or("");
+    } else if (m == "GET") {
+      bool v2 = r.Query("list-type") == "2";
+      route.run = v2 ? [](C& c) { c.ListObjects(true); } : [](C& c) { c.ListObjects(false); };
+      route.needed = auth::kList;
+      route.resource += r.Query("prefix").value_or("");
+    } else if (m == "HEAD") {
+      route.run = [](C& c) { c.HeadBucket(); };
+      route.needed = auth::kList;
+    } else if (m == "DELETE") {
+      route.run = [](C& c) { c.DeleteBucket(); };
+      route.needed = auth::kWrite;
+    } else if (m == "POST" && r.HasQuery("delete")) {
+      // Each key is authorised on its own inside the handler; the bucket needs no more.
+      route.run = [](C& c) { c.DeleteObjects(); };
+      route.needed = 0;
+    } else {
+      return Status(StatusCode::kUnimplemented, "MethodNotAllowed: " + m + " on a bucket");
+    }
+    return route;
+  }
+  route.resource = object_path;
+  if (auto header = r.Header("x-amz-copy-source"); header && m == "PUT") {
+    WEFT_ASSIGN_OR_RETURN(*copy_source, ParseCopySource(*header));
+  }
+  bool upload = r.HasQuery("uploadId");
+  if (m == "PUT" && upload && r.HasQuery("partNumber")) {
+    route.run = nullptr;  // UploadPart / UploadPartCopy: dispatched with the copy source
+    route.needed = auth::kWrite;
+  } else if (m == "PUT") {
+    route.needed = auth::kWrite;
+  } else if (m == "GET" && upload) {
+    route.run = [](C& c) { c.ListParts(); };
+    route.needed = auth::kWrite;
+  } else if (m == "GET") {
+    route.run = [](C& c) { c.GetObject(false); };
+    route.needed = auth::kRead;
+  } else if (m == "HEAD") {
+    route.run = [](C& c) { c.GetObject(true); };
+    route.needed = auth::kRead;
+  } else if (m == "DELETE" && upload) {
+    route.run = [](C& c) { c.AbortMultipartUpload(); };
+    route.needed = auth::kWrite;
+  } else if (m == "DELETE") {
+    route.run = [](C& c) { c.DeleteObject(); };
+    route.needed = auth::kWrite;
+  } else if (m == "POST" && r.HasQuery("uploads")) {
+    route.run = [](C& c) { c.CreateMultipartUpload(); };
+    route.needed = auth::kWrite;
+  } else if (m == "POST" && upload) {
+    route.run = [](C& c) { c.CompleteMultipartUpload(); };
+    route.needed = auth::kWrite;
+  } else {
+    return Status(StatusCode::kUnimplemented, "MethodNotAllowed: " + m + " on an object");
+  }
+  return route;
+}
+
+}  // namespace
+
+void S3Frontend::Handle(const net::HttpRequest& http, net::BodyReader& body,
+                        net::ResponseWriter& response) {
+  char id[24];
+  snprintf(id, sizeof id, "%016llX", static_cast<unsigned long long>(next_request_.fetch_add(1)));
+  std::string request_id = id;
+  auto fail = [&](const Status& status, std::string_view resource) {
+    S3Error error = ErrorFromStatus(status);
+    std::string xml = ErrorXml(error, resource, request_id);
+    std::vector<net::HttpHeader> headers = {{"Content-Type", "application/xml"},
+                                            {"x-amz-request-id", request_id}};
+    if (http.method == "HEAD") {
+      (void)response.Start(error.http_status, headers, 0);
+      (void)response.Finish();
+    } else {
+      (void)response.Send(error.http_status, headers, xml);
+    }
+  };
+
+  // 1. Parse and validate everything the client named.
+  auto parsed = ParseS3Request(http);
+  if (!parsed.ok()) return fail(parsed.status(), http.path);
+  S3Request request = std::move(parsed).value();
+  // 2. Authenticate: one decision for every handler.
+  int64_t now_seconds = options_.clock->NowNanos() / 1'000'000'000;
+  auto identity = Authenticate(request, identities_, options_.region, now_seconds);
+  if (!identity.ok()) return fail(identity.status(), request.path);
+  // 3. Route and authorise the resolved resource (and a copy source) before any handler runs.
+  std::optional<CopySource> copy_source;
+  auto route = RouteRequest(request, &copy_source);
+  if (!route.ok()) {
+    Status status = route.status();
+    if (status.message().starts_with("MethodNotAllowed")) {
+      return fail(Status(StatusCode::kInvalidArgument, status.message()), request.path);
+    }
+    return fail(status, request.path);
+  }
+  const std::string& principal = identity->principal;
+  if (route->authenticated && principal == auth::kAnonymous) {
+    return fail(PermissionDenied("AccessDenied: anonymous users cannot list buckets"), "/");
+  }
+  if (route->needed != 0) {
+    Status allowed = identities_.Authorize(principal, route->needed, route->resource);
+    if (!allowed.ok()) return fail(allowed, request.path);
+  }
+  if (copy_source) {
+    Status allowed = identities_.Authorize(principal, auth::kRead, copy_source->VolumePath());
+    if (!allowed.ok()) return fail(allowed, request.path);
+  }
+  // 4. The handler.
+  Call call(*this, std::move(request), std::move(identity).value(), body, response, request_id);
+  if (route->run != nullptr) {
+    route->run(call);
+  } else if (call.request().HasQuery("partNumber")) {
+    call.UploadPart(copy_source);
+  } else if (copy_source) {
+    call.CopyObject(*copy_source);
+  } else {
+    call.PutObject();
+  }
+}
+
+// ---- Call basics -----------------------------------------------------------------------------
+
+S3Frontend::Call::Call(S3Frontend& frontend, S3Request request, Identity identity,
+                       net::BodyReader& body, net::ResponseWriter& response, std::string request_id)
+    : frontend_(frontend),
+      request_(std::move(request)),
+      identity_(std::move(identity)),
+      body_(body),
+      response_(response),
+      request_id_(std::move(request_id)) {
+  ctx_.principal = identity_.principal;
+  ctx_.protocol = "s3";
+}
+
+void S3Frontend::Call::SendError(const S3Error& error) {
+  std::vector<net::HttpHeader> headers = {{"Content-Type", "application/xml"},
+                                          {"x-amz-request-id", request_id_}};
+  if (request_.method == "HEAD") {
+    (void)response_.Start(error.http_status, headers, 0);
+    (void)response_.Finish();
+    return;
+  }
+  (void)response_.Send(error.http_status, headers, ErrorXml(error, request_.path, request_id_));
+}
+
+void S3Frontend::Call::SendXml(int http_status, const std::string& xml) {
+  (void)response_.Send(
+      http_status, {{"Content-Type", "application/xml"}, {"x-amz-request-id", request_id_}}, xml);
+}
+
+void S3Frontend::Call::SendEmpty(int http_status, std::vector<net::HttpHeader> headers) {
+  headers.push_back({"x-amz-request-id", request_id_});
+  (void)response_.Start(http_status, headers, 0);
+  (void)response_.Finish();
+}
+
+Result<FileInfo> S3Frontend::Call::StatBucket(const std::string& bucket) {
+  auto info = volume().Stat(ctx_, "/" + bucket);
+  if (!info.ok()) {
+    if (info.status().code() == StatusCode::kNotFound) {
+      return NotFound("NoSuchBucket: The specified bucket does not exist");
+    }
+    return info.status();
+  }
+  if (info->type != FileType::kDirectory) {
+    return NotFound("NoSuchBucket: The specified bucket does not exist");
+  }
+  return info;
+}
+
+bool S3Frontend::Call::VersioningOn(const FileInfo& bucket) const {
+  auto it = bucket.attributes.find(std::string(kAttrVersioning));
+  return it != bucket.attributes.end();
+}
+
+Result<ObjectRef> S3Frontend::Call::ResolveObject(const std::string& bucket,
+                                                  const std::string& key) {
+  ObjectRef ref;
+  std::string_view k = key;
+  if (k.starts_with(kSnapshotKeyPrefix)) {
+    std::string_view rest = k.substr(kSnapshotKeyPrefix.size());
+    size_t slash = rest.find('/');
+    if (slash == std::string_view::npos || slash == 0 || slash + 1 == rest.size()) {
+      return NotFound("NoSuchKey: name a key inside the snapshot: .weft/snapshots/NAME/KEY");
+    }
+    ref.read.snapshot = std::string(rest.substr(0, slash));
+    ref.path = "/" + bucket + "/" + std::string(rest.substr(slash + 1));
+    ref.in_snapshot = true;
+    return ref;
+  }
+  ref.path = "/" + bucket + "/" + key;
+  return ref;
+}
+
+Result<std::unique_ptr<PayloadReader>> S3Frontend::Call::Payload() {
+  return PayloadReader::Make(request_, identity_, body_);
+}
+
+Result<Attributes> S3Frontend::Call::AttributesFromHeaders() {
+  Attributes attributes;
+  size_t meta_bytes = 0;
+  for (const net::HttpHeader& h : request_.http->headers) {
+    std::string name = Lower(h.name);
+    if (name.starts_with("x-amz-meta-")) {
+      std::string meta = name.substr(11);
+      if (meta.empty()) return InvalidArgument("InvalidArgument: empty x-amz-meta- name");
+      meta_bytes += meta.size() + h.value.size();
+      attributes[std::string(kAttrMetaPrefix) + meta] = h.value;
+    } else if (std::find(kStoredHeaders.begin(), kStoredHeaders.end(), name) !=
+               kStoredHeaders.end()) {
+      std::string value = h.value;
+      if (name == "content-encoding") {
+        // aws-chunked describes this request's framing, not the object.
+        std::string kept;
+        size_t start = 0;
+        while (start <= value.size()) {
+          size_t comma = value.find(',', start);
+          if (comma == std::string::npos) comma = value.size();
+          std::string part = value.substr(start, comma - start);
+          while (!part.empty() && part.front() == ' ') part.erase(0, 1);
+          if (!part.empty() && part != "aws-chunked") kept += (kept.empty() ? "" : ",") + part;
+          start = comma + 1;
+        }
+        if (kept.empty()) continue;
+        value = kept;
+      }
+      attributes["s3." + name] = value;
+    }
+  }
+  if (meta_bytes > kMaxUserMetadataBytes) {
+    return InvalidArgument("MetadataTooLarge: x-amz-meta-* headers may total at most 2 KB");
+  }
+  return attributes;
+}
+
+Status S3Frontend::Call::CopyPayloadInto(FileWriter& writer, PayloadReader& payload) {
+  std::string buf(kIoBytes, '\0');
+  while (true) {
+    auto n = payload.Read(std::span<char>(buf.data(), buf.size()));
+    if (!n.ok()) {
+      writer.Abort();
+      return n.status();
+    }
+    if (*n == 0) return OkStatus();
+    Status written = writer.Write(AsBytes(std::string_view(buf.data(), *n)));
+    if (!written.ok()) {
+      writer.Abort();
+      return written;
+    }
+  }
+}
+
+void S3Frontend::Call::PruneEmptyParents(const std::string& path) {
+  // In a versioned bucket the directories stay: the versions below them are listed through
+  // them.
+  auto bucket = volume().Stat(ctx_, "/" + request_.bucket);
+  if (!bucket.ok() || VersioningOn(*bucket)) return;
+  std::string dir = path;
+  std::string bucket_dir = "/" + request_.bucket;
+  while (true) {
+    size_t slash = dir.rfind('/');
+    if (slash == std::string::npos || slash == 0) return;
+    dir.resize(slash);
+    if (dir.size() <= bucket_dir.size()) return;
+    if (!volume().Rmdir(ctx_, dir).ok()) return;  // not empty (or raced): stop here
+  }
+}
+
+// ---- Service and buckets -------------------------------------------------------------------
+
+void S3Frontend::Call::ListBuckets() {
+  XmlWriter xml;
+  xml.Open("ListAllMyBucketsResult", true);
+  xml.Open("Owner");
+  xml.Element("ID", ctx_.principal);
+  xml.Element("DisplayName", ctx_.principal);
+  xml.Close("Owner");
+  xml.Open("Buckets");
+  ReadDirOptions opts;
+  opts.with_info = true;
+  while (true) {
+    auto page = volume().ReadDir(ctx_, "/", opts);
+    if (!page.ok()) return SendStatus(page.status());
+    for (const DirEntry& e : page->entries) {
+      opts.start_after = e.name;
+      if (e.type != FileType::kDirectory || !ValidateBucketName(e.name).ok()) continue;
+      // Show only buckets the caller may list.
+      if (!frontend_.identities_.Authorize(ctx_.principal, auth::kList, "/" + e.name + "/").ok()) {
+        continue;
+      }
+      xml.Open("Bucket");
+      xml.Element("Name", e.name);
+      xml.Element("CreationDate", IsoDate(e.info ? e.info->ctime_ns : 0));
+      xml.Close("Bucket");
+    }
+    if (!page->truncated) break;
+  }
+  xml.Close("Buckets");
+  xml.Close("ListAllMyBucketsResult");
+  SendXml(200, xml.Finish());
+}
+
+void S3Frontend::Call::CreateBucket() {
+  auto payload = Payload();
+  if (!payload.ok()) return SendStatus(payload.status());
+  auto body = (*payload)->ReadAll(kMaxXmlBody);
+  if (!body.ok()) return SendStatus(body.status());
+  if (!body->empty()) {
+    auto doc = XmlDocument::Parse(*body, "CreateBucketConfiguration");
+    if (!doc.ok()) return SendStatus(doc.status());
+  }
+  auto made = volume().Mkdir(ctx_, "/" + request_.bucket, 0755, false);
+  if (!made.ok()) {
+    if (made.status().code() == StatusCode::kAlreadyExists) {
+      return SendError(MakeError("BucketAlreadyOwnedByYou",
+                                 "Your previous request to create the named bucket succeeded "
+                                 "and you already own it."));
+    }
+    return SendStatus(made.status());
+  }
+  SendEmpty(200, {{"Location", "/" + request_.bucket}});
+}
+
+void S3Frontend::Call::HeadBucket() {
+  auto bucket = StatBucket(request_.bucket);
+  if (!bucket.ok()) return SendStatus(bucket.status(), Missing::kBucket);
+  SendEmpty(200, {{"x-amz-bucket-region", frontend_.options_.region}});
+}
+
+void S3Frontend::Call::DeleteBucket() {
+  auto bucket = StatBucket(request_.bucket);
+  if (!bucket.ok()) return SendStatus(bucket.status(), Missing::kBucket);
+  Status removed = volume().Rmdir(ctx_, "/" + request_.bucket);
+  if (!removed.ok()) {
+    if (removed.code() == StatusCode::kNotEmpty) {
+      return SendError(MakeError("BucketNotEmpty", "The bucket you tried to delete is not empty"));
+    }
+    return SendStatus(removed, Missing::kBucket);
+  }
+  SendEmpty(204);
+}
+
+void S3Frontend::Call::GetBucketLocation() {
+  auto bucket = StatBucket(request_.bucket);
+  if (!bucket.ok()) return SendStatus(bucket.status(), Missing::kBucket);
+  XmlWriter xml;
+  xml.Open("LocationConstraint", true);
+  std::string out = xml.Finish();
+  // us-east-1 is spelled as an empty constraint, as S3 does.
+  if (frontend_.options_.region != "us-east-1") out += XmlEscape(frontend_.options_.region);
+  out += "</LocationConstraint>";
+  SendXml(200, out);
+}
+
+void S3Frontend::Call::GetBucketVersioning() {
+  auto bucket = StatBucket(request_.bucket);
+  if (!bucket.ok()) return SendStatus(bucket.status(), Missing::kBucket);
+  XmlWriter xml;
+  xml.Open("VersioningConfiguration", true);
+  auto it = bucket->attributes.find(std::string(kAttrVersioning));
+  if (it != bucket->attributes.end()) xml.Element("Status", it->second);
+  xml.Close("VersioningConfiguration");
+  SendXml(200, xml.Finish());
+}
+
+void S3Frontend::Call::PutBucketVersioning() {
+  auto bucket = StatBucket(request_.bucket);
+  if (!bucket.ok()) return SendStatus(bucket.status(), Missing::kBucket);
+  auto payload = Payload();
+  if (!payload.ok()) return SendStatus(payload.status());
+  auto body = (*payload)->ReadAll(kMaxXmlBody);
+  if (!body.ok()) return SendStatus(body.status());
+  auto doc = XmlDocument::Parse(*body, "VersioningConfiguration");
+  if (!doc.ok()) return SendStatus(doc.status());
+  auto status = (*doc)->root().Child("Status");
+  if (!status || (status->text() != "Enabled" && status->text() != "Suspended")) {
+    return SendError(MakeError("MalformedXML", "Status must be Enabled or Suspended"));
+  }
+  Attributes attributes = bucket->attributes;
+  attributes[std::string(kAttrVersioning)] = status->text();
+  // The engine keeps every version anyway; "Enabled" also stops GC from expiring old ones.
+  if (status->text() == "Enabled") {
+    attributes[std::string(kAttrKeepVersions)] = "all";
+  } else {
+    attributes.erase(std::string(kAttrKeepVersions));
+  }
+  SetAttrRequest set;
+  set.attributes = std::move(attributes);
+  auto done = volume().SetAttr(ctx_, "/" + request_.bucket, set);
+  if (!done.ok()) return SendStatus(done.status(), Missing::kBucket);
+  SendEmpty(200);
+}
+
+// ---- Listing --------------------------------------------------------------------------------
+
+void S3Frontend::Call::ListObjects(bool v2) {
+  auto bucket = StatBucket(request_.bucket);
+  if (!bucket.ok()) return SendStatus(bucket.status(), Missing::kBucket);
+  Status bad;
+  bool url = WantsUrlEncoding(request_, &bad);
+  if (!bad.ok()) return SendStatus(bad);
+  std::string prefix = request_.Query("prefix").value_or("");
+  std::string delimiter = request_.Query("delimiter").value_or("");
+  int64_t max_keys = 1000;
+  if (auto m = request_.Query("max-keys")) {
+    auto parsed = ParseIntParam("max-keys", *m, 0, 1 << 30);
+    if (!parsed.ok()) return SendStatus(parsed.status());
+    max_keys = std::min<int64_t>(*parsed, 1000);
+  }
+  KeyWalker::Options opts;
+  opts.bucket = request_.bucket;
+  opts.prefix = prefix;
+  std::string token = request_.Query("continuation-token").value_or("");
+  std::string start_after = request_.Query(v2 ? "start-after" : "marker").value_or("");
+  if (v2 && request_.HasQuery("continuation-token")) {
+    auto decoded = Base64Decode(token);
+    if (!decoded || decoded->empty() || ((*decoded)[0] != 'k' && (*decoded)[0] != 'p')) {
+      return SendError(MakeError("InvalidArgument", "The continuation token is not valid"));
+    }
+    opts.start_after = decoded->substr(1);
+    if ((*decoded)[0] == 'p') opts.skip_prefix = opts.start_after;
+  } else {
+    opts.start_after = start_after;
+    if (!v2 && !delimiter.empty() && start_after.ends_with(delimiter)) {
+      opts.skip_prefix = start_after;
+    }
+  }
+  if (prefix.starts_with(kSnapshotKeyPrefix)) {
+    // ".weft/snapshots/NAME/rest" lists "rest" as of snapshot NAME.
+    std::string_view rest = std::string_view(prefix).substr(kSnapshotKeyPrefix.size());
+    size_t slash = rest.find('/');
+    if (slash == std::string_view::npos) {
+      return SendError(
+          MakeError("InvalidArgument", "list a snapshot with prefix .weft/snapshots/NAME/"));
+    }
+    opts.snapshot = std::string(rest.substr(0, slash));
+  }
+  std::string key_offset;  // what the walker's keys lack to be the client's keys
+  if (opts.snapshot) {
+    key_offset = std::string(kSnapshotKeyPrefix) + *opts.snapshot + "/";
+    opts.prefix = opts.prefix.substr(key_offset.size());
+    auto strip = [&](std::string& s) {
+      s = s.starts_with(key_offset) ? s.substr(key_offset.size()) : (s < key_offset ? "" : s);
+    };
+    strip(opts.start_after);
+    strip(opts.skip_prefix);
+  }
+
+  KeyWalker walker(volume(), ctx_, opts);
+  std::vector<ListedKey> contents;
+  std::vector<std::string> common_prefixes;
+  std::string last_position;
+  char last_kind = 'k';
+  bool truncated = false;
+  int64_t count = 0;
+  while (true) {
+    auto next = walker.Next();
+    if (!next.ok()) return SendStatus(next.status());
+    if (!next->has_value()) break;
+    ListedKey item = std::move(**next);
+    std::string key = key_offset + item.key;
+    std::string common;
+    if (!delimiter.empty()) {
+      size_t at = key.find(delimiter, prefix.size());
+      if (at != std::string::npos) common = key.substr(0, at + delimiter.size());
+    }
+    if (item.is_directory) {
+      if (delimiter == "/" && !common.empty()) walker.SkipDirectory();
+      if (common.empty() || (!common_prefixes.empty() && common_prefixes.back() == common)) {
+        continue;
+      }
+    } else if (!common.empty() && !common_prefixes.empty() && common_prefixes.back() == common) {
+      continue;
+    }
+    if (!common.empty() && common == last_position && last_kind == 'p') continue;
+    if (count == max_keys) {
+      truncated = true;
+      break;
+    }
+    count++;
+    if (!common.empty()) {
+      common_prefixes.push_back(common);
+      last_position = common;
+      last_kind = 'p';
+    } else {
+      item.key = key;
+      last_position = key;
+      last_kind = 'k';
+      contents.push_back(std::move(item));
+    }
+  }
+
+  auto enc = [&](const std::string& s) { return url ? sigv4::UriEncodePath(s) : s; };
+  XmlWriter xml;
+  xml.Open("ListBucketResult", true);
+  xml.Element("Name", request_.bucket);
+  xml.Element("Prefix", enc(prefix));
+  if (v2) {
+    if (request_.HasQuery("continuation-token")) xml.Element("ContinuationToken", token);
+    if (!start_after.empty()) xml.Element("StartAfter", enc(start_after));
+    xml.Element("KeyCount", std::to_string(count));
+  } else {
+    xml.Element("Marker", enc(start_after));
+  }
+  xml.Element("MaxKeys", std::to_string(max_keys));
+  if (!delimiter.empty()) xml.Element("Delimiter", enc(delimiter));
+  if (url) xml.Element("EncodingType", "url");
+  xml.Element("IsTruncated", truncated ? "true" : "false");
+  if (truncated) {
+    if (v2) {
+      xml.Element("NextContinuationToken", EncodeToken(last_kind, last_position));
+    } else if (!delimiter.empty()) {
+      xml.Element("NextMarker", enc(last_position));
+    }
+  }
+  bool fetch_owner = !v2 || request_.Query("fetch-owner") == "true";
+  for (const ListedKey& item : contents) {
+    xml.Open("Contents");
+    xml.Element("Key", enc(item.key));
+    xml.Element("LastModified", IsoDate(item.info.mtime_ns));
+    xml.Element("ETag", QuoteEtag(item.info.etag));
+    xml.Element("Size", std::to_string(item.info.size));
+    if (fetch_owner) {
+      xml.Open("Owner");
+      xml.Element("ID", std::to_string(item.info.uid));
+      xml.Element("DisplayName", std::to_string(item.info.uid));
+      xml.Close("Owner");
+    }
+    xml.Element("StorageClass", "STANDARD");
+    xml.Close("Contents");
+  }
+  for (const std::string& p : common_prefixes) {
+    xml.Open("CommonPrefixes");
+    xml.Element("Prefix", enc(p));
+    xml.Close("CommonPrefixes");
+  }
+  xml.Close("ListBucketResult");
+  SendXml(200, xml.Finish());
+}
+
+void S3Frontend::Call::ListObjectVersions() {
+  auto bucket = StatBucket(request_.bucket);
+  if (!bucket.ok()) return SendStatus(bucket.status(), Missing::kBucket);
+  Status bad;
+  bool url = WantsUrlEncoding(request_, &bad);
+  if (!bad.ok()) return SendStatus(bad);
+  std::string prefix = request_.Query("prefix").value_or("");
+  std::string delimiter = request_.Query("delimiter").value_or("");
+  std::string key_marker = request_.Query("key-marker").value_or("");
+  int64_t max_keys = 1000;
+  if (auto m = request_.Query("max-keys")) {
+    auto parsed = ParseIntParam("max-keys", *m, 0, 1 << 30);
+    if (!parsed.ok()) return SendStatus(parsed.status());
+    max_keys = std::min<int64_t>(*parsed, 1000);
+  }
+  KeyWalker::Options opts;
+  opts.bucket = request_.bucket;
+  opts.prefix = prefix;
+  opts.start_after = key_marker;
+  KeyWalker walker(volume(), ctx_, opts);
+  auto enc = [&](const std::string& s) { return url ? sigv4::UriEncodePath(s) : s; };
+
+  XmlWriter entries;  // the body between the header elements and the end
+  std::vector<std::string> common_prefixes;
+  int64_t count = 0;
+  bool truncated = false;
+  std::string next_key;
+  while (true) {
+    auto next = walker.Next();
+    if (!next.ok()) return SendStatus(next.status());
+    if (!next->has_value()) break;
+    ListedKey item = std::move(**next);
+    std::string common;
+    if (!delimiter.empty()) {
+      size_t at = item.key.find(delimiter, prefix.size());
+      if (at != std::string::npos) common = item.key.substr(0, at + delimiter.size());
+    }
+    if (item.is_directory) {
+      if (delimiter == "/" && !common.empty()) walker.SkipDirectory();
+      if (common.empty() || (!common_prefixes.empty() && common_prefixes.back() == common)) {
+        continue;
+      }
+    } else if (!common.empty() && !common_prefixes.empty() && common_prefixes.back() == common) {
+      continue;
+    }
+    if (count >= max_keys) {
+      truncated = true;
+      break;
+    }
+    if (!common.empty()) {
+      common_prefixes.push_back(common);
+      next_key = common;
+      count++;
+      continue;
+    }
+    auto versions = volume().ListVersions(ctx_, "/" + request_.bucket + "/" + item.key);
+    if (!versions.ok()) continue;  // removed while we listed
+    for (const VersionInfo& v : *versions) {
+      const char* tag = v.is_delete_marker ? "DeleteMarker" : "Version";
+      entries.Open(tag);
+      entries.Element("Key", enc(item.key));
+      entries.Element("VersionId", v.version_id);
+      entries.Element("IsLatest", v.is_current ? "true" : "false");
+      entries.Element("LastModified", IsoDate(v.mtime_ns));
+      if (!v.is_delete_marker) {
+        entries.Element("ETag", QuoteEtag(v.etag));
+        entries.Element("Size", std::to_string(v.size));
+        entries.Element("StorageClass", "STANDARD");
+      }
+      entries.Close(tag);
+      count++;
+    }
+    next_key = item.key;
+  }
+  XmlWriter xml;
+  xml.Open("ListVersionsResult", true);
+  xml.Element("Name", request_.bucket);
+  xml.Element("Prefix", enc(prefix));
+  xml.Element("KeyMarker", enc(key_marker));
+  xml.Element("VersionIdMarker", request_.Query("version-id-marker").value_or(""));
+  xml.Element("MaxKeys", std::to_string(max_keys));
+  if (!delimiter.empty()) xml.Element("Delimiter", enc(delimiter));
+  if (url) xml.Element("EncodingType", "url");
+  xml.Element("IsTruncated", truncated ? "true" : "false");
+  if (truncated) xml.Element("NextKeyMarker", enc(next_key));
+  std::string out = xml.Finish();
+  std::string body = entries.Finish();
+  out += body.substr(body.find("?>") + 2);
+  XmlWriter tail;
+  for (const std::string& p : common_prefixes) {
+    tail.Open("CommonPrefixes");
+    tail.Element("Prefix", enc(p));
+    tail.Close("CommonPrefixes");
+  }
+  tail.Close("ListVersionsResult");
+  std::string rest = tail.Finish();
+  out += rest.substr(rest.find("?>") + 2);
+  SendXml(200, out);
+}
+
+void S3Frontend::Call::DeleteObjects() {
+  auto bucket = StatBucket(request_.bucket);
+  if (!bucket.ok()) return SendStatus(bucket.status(), Missing::kBucket);
+  auto payload = Payload();
+  if (!payload.ok()) return SendStatus(payload.status());
+  auto body = (*payload)->ReadAll(kMaxXmlBody);
+  if (!body.ok()) return SendStatus(body.status());
+  auto doc = XmlDocument::Parse(*body, "Delete");
+  if (!doc.ok()) return SendStatus(doc.status());
+  bool quiet = false;
+  if (auto q = (*doc)->root().Child("Quiet")) quiet = q->text() == "true";
+  std::vector<XmlElement> objects = (*doc)->root().Children("Object");
+  if (objects.size() > 1000) {
+    return SendError(MakeError("MalformedXML", "at most 1000 objects per DeleteObjects"));
+  }
+  XmlWriter xml;
+  xml.Open("DeleteResult", true);
+  for (const XmlElement& object : objects) {
+    auto key_element = object.Child("Key");
+    if (!key_element) return SendError(MakeError("MalformedXML", "an Object has no Key"));
+    std::string key = key_element->text();
+    std::optional<std::string> version;
+    if (auto v = object.Child("VersionId")) version = v->text();
+    std::string path = "/" + request_.bucket + "/" + key;
+    Status done = ValidateKey(key);
+    if (done.ok() && key.empty()) done = InvalidArgument("InvalidArgument: empty key");
+    if (done.ok()) done = frontend_.identities_.Authorize(ctx_.principal, auth::kWrite, path);
+    if (done.ok()) {
+      done = version ? volume().DeleteVersion(ctx_, path, *version) : volume().Unlink(ctx_, path);
+      if (done.code() == StatusCode::kNotFound && !version) done = OkStatus();  // idempotent
+      if (done.ok()) PruneEmptyParents(path);
+    }
+    if (done.ok()) {
+      if (quiet) continue;
+      xml.Open("Deleted");
+      xml.Element("Key", key);
+      if (version) xml.Element("VersionId", *version);
+      xml.Close("Deleted");
+    } else {
+      S3Error error = ErrorFromStatus(done, version ? Missing::kVersion : Missing::kKey);
+      xml.Open("Error");
+      xml.Element("Key", key);
+      if (version) xml.Element("VersionId", *version);
+      xml.Element("Code", error.code);
+      xml.Element("Message", error.message);
+      xml.Close("Error");
+    }
+  }
+  xml.Close("DeleteResult");
+  SendXml(200, xml.Finish());
+}
+
+// ---- Objects --------------------------------------------------------------------------------
+
+void S3Frontend::Call::PutObject() {
+  auto bucket = StatBucket(request_.bucket);
+  if (!bucket.ok()) return SendStatus(bucket.status(), Missing::kBucket);
+  if (request_.key.starts_with(".weft/")) {
+    return SendError(MakeError("AccessDenied", "keys under .weft/ are read-only snapshots"));
+  }
+  if (!request_.http->content_length && !request_.http->chunked) {
+    return SendError(MakeError("MissingContentLength", "You must provide the Content-Length"));
+  }
+  auto payload = Payload();
+  if (!payload.ok()) return SendStatus(payload.status());
+  std::string path = request_.VolumePath();
+  if (request_.key.ends_with('/')) {
+    // A directory marker: an empty object whose key ends with '/' becomes a directory.
+    auto body = (*payload)->ReadAll(0);
+    if (!body.ok()) return SendStatus(body.status());
+    path.pop_back();
+    auto made = volume().Mkdir(ctx_, path, 0755, true);
+    if (!made.ok() && made.status().code() != StatusCode::kAlreadyExists) {
+      return SendStatus(made.status());
+    }
+    return SendEmpty(200, {{"ETag", QuoteEtag(kEmptyMd5)}});
+  }
+  auto attributes = AttributesFromHeaders();
+  if (!attributes.ok()) return SendStatus(attributes.status());
+  WriteOptions opts;
+  opts.create_parents = true;
+  opts.attributes = std::move(attributes).value();
+  if (auto none_match = request_.Header("if-none-match"); none_match && *none_match == "*") {
+    opts.if_version = "";  // create only
+  } else if (auto match = request_.Header("if-match")) {
+    auto current = volume().Stat(ctx_, path);
+    if (!current.ok() || UnquoteEtag(*match) != current->etag) {
+      return SendError(MakeError("PreconditionFailed", "If-Match does not hold"));
+    }
+    opts.if_version = current->version_id;
+  }
+  auto writer = volume().OpenWriter(ctx_, path, opts);
+  if (!writer.ok()) return SendStatus(writer.status());
+  Status copied = CopyPayloadInto(**writer, **payload);
+  if (!copied.ok()) return SendStatus(copied);
+  auto info = (*writer)->Commit();
+  if (!info.ok()) {
+    if (info.status().code() == StatusCode::kFailedPrecondition ||
+        info.status().code() == StatusCode::kAlreadyExists) {
+      return SendError(MakeError("PreconditionFailed", "the object changed or already exists"));
+    }
+    return SendStatus(info.status());
+  }
+  std::vector<net::HttpHeader> headers = {{"ETag", QuoteEtag(info->etag)}};
+  if (VersioningOn(*bucket)) headers.push_back({"x-amz-version-id", info->version_id});
+  SendEmpty(200, std::move(headers));
+}
+
+namespace {
+
+// Evaluates If-Match, If-None-Match, If-Modified-Since and If-Unmodified-Since (RFC 7232
+// order, as S3 applies them). Returns 0 to proceed, else 304 or 412.
+int CheckConditions(const S3Request& r, const FileInfo& info, std::string_view prefix = "") {
+  auto header = [&](std::string_view name) {
+    return r.Header(std::string(prefix) + std::string(name));
+  };
+  int64_t mtime = info.mtime_ns / 1'000'000'000;
+  auto etag_matches = [&](std::string_view list) {
+    size_t start = 0;
+    while (start <= list.size()) {
+      size_t comma = list.find(',', start);
+      if (comma == std::string_view::npos) comma = list.size();
+      std::string one = UnquoteEtag(list.substr(start, comma - start));
+      if (one == "*" || one == info.etag) return true;
+      start = comma + 1;
+    }
+    return false;
+  };
+  auto if_match = header("if-match");
+  auto if_none_match = header("if-none-match");
+  if (if_match) {
+    if (!etag_matches(*if_match)) return 412;
+  } else if (auto since = header("if-unmodified-since")) {
+    auto t = ParseHttpDate(*since);
+    if (t && mtime > *t) return 412;
+  }
+  if (if_none_match) {
+    if (etag_matches(*if_none_match)) return r.method == "GET" || r.method == "HEAD" ? 304 : 412;
+  } else if (auto since = header("if-modified-since")) {
+    auto t = ParseHttpDate(*since);
+    if (t && mtime <= *t) return r.method == "GET" || r.method == "HEAD" ? 304 : 412;
+  }
+  return 0;
+}
+
+struct ByteRange {
+  uint64_t first = 0;
+  uint64_t last = 0;  // inclusive
+};
+
+// nullopt: serve the whole object (no header, or a form S3 ignores); error: InvalidRange.
+Result<std::optional<ByteRange>> ParseRange(std::string_view header, uint64_t size) {
+  if (!header.starts_with("bytes=")) return std::optional<ByteRange>();
+  std::string_view spec = header.substr(6);
+  if (spec.find(',') != std::string_view::npos) return std::optional<ByteRange>();
+  size_t dash = spec.find('-');
+  if (dash == std::string_view::npos) return std::optional<ByteRange>();
+  auto number = [](std::string_view s) -> std::optional<uint64_t> {
+    if (s.empty() || s.size() > 19) return std::nullopt;
+    uint64_t n = 0;
+    for (char c : s) {
+      if (c < '0' || c > '9') return std::nullopt;
+      n = n * 10 + static_cast<uint64_t>(c - '0');
+    }
+    return n;
+  };
+  std::string_view a = spec.substr(0, dash);
+  std::string_view b = spec.substr(dash + 1);
+  auto unsatisfiable = [&] {
+    return Status(StatusCode::kOutOfRange,
+                  "InvalidRange: The requested range is not satisfiable (object size " +
+                      std::to_string(size) + ")");
+  };
+  if (a.empty()) {  // suffix: the last n bytes
+    auto n = number(b);
+    if (!n) return std::optional<ByteRange>();
+    if (*n == 0 || size == 0) return unsatisfiable();
+    uint64_t len = std::min(*n, size);
+    return std::optional<ByteRange>(ByteRange{size - len, size - 1});
+  }
+  auto first = number(a);
+  if (!first) return std::optional<ByteRange>();
+  if (*first >= size) return unsatisfiable();
+  uint64_t last = size - 1;
+  if (!b.empty()) {
+    auto l = number(b);
+    if (!l || *l < *first) return std::optional<ByteRange>();
+    last = std::min(*l, size - 1);
+  }
+  return std::optional<ByteRange>(ByteRange{*first, last});
+}
+
+}  // namespace
+
+void S3Frontend::Call::GetObject(bool head) {
+  auto bucket = StatBucket(request_.bucket);
+  if (!bucket.ok()) return SendStatus(bucket.status(), Missing::kBucket);
+  auto ref = ResolveObject(request_.bucket, request_.key);
+  if (!ref.ok()) return SendStatus(ref.status());
+  std::optional<std::string> version = request_.Query("versionId");
+  Result<std::unique_ptr<FileReader>> reader =
+      version ? volume().OpenVersion(ctx_, ref->path, *version)
+              : volume().OpenReader(ctx_, ref->path, ref->read);
+  if (!reader.ok()) {
+    Status s = reader.status();
+    if (s.code() == StatusCode::kIsADirectory || s.code() == StatusCode::kNotADirectory) {
+      s = NotFound("not an object");
+    }
+    if (s.code() == StatusCode::kInvalidArgument && version) s = NotFound("bad version id");
+    return SendStatus(s, version ? Missing::kVersion : Missing::kKey);
+  }
+  const FileInfo& info = (*reader)->info();
+  if (info.type != FileType::kFile) return SendStatus(NotFound("not an object"));
+  std::vector<net::HttpHeader> headers = ObjectHeaders(info);
+  if (VersioningOn(*bucket) || version) headers.push_back({"x-amz-version-id", info.version_id});
+  if (int code = CheckConditions(request_, info); code != 0) {
+    if (code == 304) {
+      std::vector<net::HttpHeader> kept;
+      for (auto& h : headers) {
+        if (h.name == "ETag" || h.name == "Last-Modified") kept.push_back(h);
+      }
+      return SendEmpty(304, std::move(kept));
+    }
+    return SendError(MakeError("PreconditionFailed",
+                               "At least one of the pre-conditions you specified did not hold"));
+  }
+  // response-* query parameters override the stored headers (presigned downloads use them).
+  for (auto [param, header] : std::array<std::pair<std::string_view, std::string_view>, 6>{
+           {{"response-content-type", "Content-Type"},
+            {"response-content-language", "Content-Language"},
+            {"response-expires", "Expires"},
+            {"response-cache-control", "Cache-Control"},
+            {"response-content-disposition", "Content-Disposition"},
+            {"response-content-encoding", "Content-Encoding"}}}) {
+    if (auto value = request_.Query(param)) {
+      std::erase_if(headers,
+                    [&](const net::HttpHeader& h) { return Lower(h.name) == Lower(header); });
+      headers.push_back({std::string(header), *value});
+    }
+  }
+  uint64_t first = 0;
+  uint64_t length = info.size;
+  int status = 200;
+  if (auto range_header = request_.Header("range")) {
+    auto range = ParseRange(*range_header, info.size);
+    if (!range.ok()) {
+      if (head) return SendEmpty(416, {{"Content-Range", "bytes */" + std::to_string(info.size)}});
+      return SendStatus(range.status());
+    }
+    if (range->has_value()) {
+      first = (*range)->first;
+      length = (*range)->last - first + 1;
+      status = 206;
+      headers.push_back({"Content-Range", "bytes " + std::to_string(first) + "-" +
+                                              std::to_string((*range)->last) + "/" +
+                                              std::to_string(info.size)});
+    }
+  }
+  headers.push_back({"x-amz-request-id", request_id_});
+  if (!response_.Start(status, headers, length).ok()) return;
+  if (!head) {
+    uint64_t offset = first;
+    uint64_t end = first + length;
+    while (offset < end) {
+      auto data = (*reader)->ReadAt(offset, std::min<uint64_t>(kIoBytes, end - offset));
+      // Headers are out: on a read error the only honest signal left is a short body.
+      if (!data.ok() || data->empty()) return;
+      if (!response_.Write(*data).ok()) return;
+      offset += data->size();
+    }
+  }
+  (void)response_.Finish();
+}
+
+void S3Frontend::Call::DeleteObject() {
+  auto bucket = StatBucket(request_.bucket);
+  if (!bucket.ok()) return SendStatus(bucket.status(), Missing::kBucket);
+  if (request_.key.starts_with(".weft/")) {
+    return SendError(MakeError("AccessDenied", "keys under .weft/ are read-only snapshots"));
+  }
+  std::string path = request_.VolumePath();
+  if (auto version = request_.Query("versionId")) {
+    Status done = volume().DeleteVersion(ctx_, path, *version);
+    if (!done.ok()) {
+      if (done.code() == StatusCode::kInvalidArgument) done = NotFound("bad version id");
+      return SendStatus(done, Missing::kVersion);
+    }
+    PruneEmptyParents(path);
+    return SendEmpty(204, {{"x-amz-version-id", *version}});
+  }
+  Status done;
+  if (request_.key.ends_with('/')) {
+    path.pop_back();
+    done = volume().Rmdir(ctx_, path);
+  } else {
+    done = volume().Unlink(ctx_, path);
+  }
+  // Deleting what is not there succeeds in S3; so does deleting a key below a file.
+  if (!done.ok() && done.code() != StatusCode::kNotFound &&
+      done.code() != StatusCode::kNotADirectory && done.code() != StatusCode::kIsADirectory) {
+    return SendStatus(done);
+  }
+  PruneEmptyParents(path);
+  std::vector<net::HttpHeader> headers;
+  if (done.ok() && VersioningOn(*bucket)) headers.push_back({"x-amz-delete-marker", "true"});
+  SendEmpty(204, std::move(headers));
+}
+
+void S3Frontend::Call::CopyObject(const CopySource& source) {
+  auto bucket = StatBucket(request_.bucket);
+  if (!bucket.ok()) return SendStatus(bucket.status(), Missing::kBucket);
+  if (request_.key.starts_with(".weft/") || request_.key.ends_with('/')) {
+    return SendError(MakeError("InvalidRequest", "cannot copy onto this key"));
+  }
+  auto src_bucket = StatBucket(source.bucket);
+  if (!src_bucket.ok()) return SendStatus(src_bucket.status(), Missing::kBucket);
+  auto ref = ResolveObject(source.bucket, source.key);
+  if (!ref.ok()) return SendStatus(ref.status());
+  auto reader = source.version_id ? volume().OpenVersion(ctx_, ref->path, *source.version_id)
+                                  : volume().OpenReader(ctx_, ref->path, ref->read);
+  if (!reader.ok()) {
+    Status s = reader.status();
+    if (s.code() == StatusCode::kIsADirectory) s = NotFound("not an object");
+    return SendStatus(s, source.version_id ? Missing::kVersion : Missing::kKey);
+  }
+  const FileInfo& src = (*reader)->info();
+  if (CheckConditions(request_, src, "x-amz-copy-source-") != 0) {
+    return SendError(MakeError("PreconditionFailed",
+                               "At least one of the pre-conditions you specified did not hold"));
+  }
+  std::string directive = std::string(request_.Header("x-amz-metadata-directive").value_or("COPY"));
+  if (directive != "COPY" && directive != "REPLACE") {
+    return SendError(
+        MakeError("InvalidArgument", "x-amz-metadata-directive must be COPY or REPLACE"));
+  }
+  std::string dest = request_.VolumePath();
+  if (dest == ref->path && !ref->in_snapshot && !source.version_id && directive == "COPY") {
+    return SendError(MakeError(
+        "InvalidRequest",
+        "This copy request is illegal because it is trying to copy an object to itself without "
+        "changing the object's metadata."));
+  }
+  WriteOptions opts;
+  opts.create_parents = true;
+  opts.etag = src.etag;  // same bytes, same ETag (multipart ETags stay as they were)
+  if (directive == "COPY") {
+    opts.attributes = src.attributes;
+  } else {
+    auto attributes = AttributesFromHeaders();
+    if (!attributes.ok()) return SendStatus(attributes.status());
+    opts.attributes = std::move(attributes).value();
+  }
+  auto writer = volume().OpenWriter(ctx_, dest, opts);
+  if (!writer.ok()) return SendStatus(writer.status());
+  Status appended = (*writer)->AppendFrom(**reader);
+  if (!appended.ok()) {
+    (*writer)->Abort();
+    return SendStatus(appended);
+  }
+  auto info = (*writer)->Commit();
+  if (!info.ok()) return SendStatus(info.status());
+  XmlWriter xml;
+  xml.Open("CopyObjectResult", true);
+  xml.Element("LastModified", IsoDate(info->mtime_ns));
+  xml.Element("ETag", QuoteEtag(info->etag));
+  xml.Close("CopyObjectResult");
+  std::string body = xml.Finish();
+  std::vector<net::HttpHeader> headers = {{"Content-Type", "application/xml"},
+                                          {"x-amz-request-id", request_id_}};
+  if (VersioningOn(*bucket)) headers.push_back({"x-amz-version-id", info->version_id});
+  (void)response_.Send(200, headers, body);
+}
+
+}  // namespace weft::s3

@@ -1,0 +1,49 @@
+// S3Frontend: the S3 API over a Volume. Buckets are top-level directories and keys are paths
+// below them; versions, snapshots and multipart uploads map onto the engine's own. Every
+// request takes one path: parse and validate (request.h), authenticate (SigV4 header,
+// presigned or anonymous), authorise the resolved path with IdentityStore::Authorize, then
+// the handler. No handler can be reached another way. Thread-safe: requests run concurrently.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+
+#include "auth/identity_store.h"
+#include "base/clock.h"
+#include "net/http_server.h"
+#include "vfs/volume.h"
+
+namespace weft::s3 {
+
+struct S3Options {
+  // The region clients sign for (their default is us-east-1).
+  std::string region = "us-east-1";
+  Clock* clock = SystemClock::Default();
+};
+
+// Where in-progress multipart uploads keep their parts: a top-level directory whose name no
+// bucket can take, so S3 never lists it.
+inline constexpr std::string_view kUploadsDir = "/.weft-uploads";
+
+class S3Frontend : public net::HttpHandler {
+ public:
+  S3Frontend(Volume& volume, auth::IdentityStore& identities, S3Options options = {});
+  ~S3Frontend() override;
+
+  void Handle(const net::HttpRequest& request, net::BodyReader& body,
+              net::ResponseWriter& response) override;
+  void HandleProtocolError(int status, std::string_view code, std::string_view message,
+                           net::ResponseWriter& response) override;
+
+  // One request being served (call.h; private to the front end's own files).
+  class Call;
+
+ private:
+  Volume& volume_;
+  auth::IdentityStore& identities_;
+  S3Options options_;
+  std::atomic<uint64_t> next_request_ = 1;
+};
+
+}  // namespace weft::s3

@@ -1,0 +1,361 @@
+// Unit tests of the S3 front end on in-memory fakes: a LocalVolume over MemKvStore and
+// MemChunkStore, an IdentityStore over MemKvStore, and in-memory HTTP bodies. Requests are
+// signed with SigV4 as a client would sign them. Real clients (boto3, awscli, s3cmd, rclone)
+// are exercised by tests/integration/test_s3_*.py.
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "auth/identity_store.h"
+#include "auth/sigv4.h"
+#include "base/clock.h"
+#include "chunk/chunk_id.h"
+#include "chunk/mem_chunk_store.h"
+#include "frontends/s3/listing.h"
+#include "frontends/s3/request.h"
+#include "frontends/s3/s3_error.h"
+#include "frontends/s3/s3_frontend.h"
+#include "frontends/s3/xml.h"
+#include "io/mem_file_system.h"
+#include "meta/kv_store.h"
+#include "vfs/local_volume.h"
+
+namespace weft::s3 {
+namespace {
+
+constexpr int64_t kNow = 1'780'000'000;  // seconds; 2026-05-28
+
+class StringBody : public net::BodyReader {
+ public:
+  explicit StringBody(std::string data) : data_(std::move(data)) {}
+  Result<size_t> Read(std::span<char> out) override {
+    size_t n = std::min(out.size(), data_.size() - pos_);
+    std::memcpy(out.data(), data_.data() + pos_, n);
+    pos_ += n;
+    return n;
+  }
+  uint64_t bytes_read() const override { return pos_; }
+
+ private:
+  std::string data_;
+  size_t pos_ = 0;
+};
+
+class StringResponse : public net::ResponseWriter {
+ public:
+  Status Start(int status, const std::vector<net::HttpHeader>& headers,
+               std::optional<uint64_t>) override {
+    status_ = status;
+    for (const auto& h : headers) {
+      std::string name = h.name;
+      for (char& c : name) c = static_cast<char>(std::tolower(c));
+      headers_[name] = h.value;
+    }
+    started_ = true;
+    return OkStatus();
+  }
+  Status Write(std::string_view data) override {
+    body_ += data;
+    return OkStatus();
+  }
+  Status Finish() override { return OkStatus(); }
+  bool started() const override { return started_; }
+
+  int status_ = 0;
+  std::map<std::string, std::string> headers_;
+  std::string body_;
+  bool started_ = false;
+};
+
+struct Reply {
+  int status;
+  std::map<std::string, std::string> headers;
+  std::string body;
+  bool HasCode(std::string_view code) const {
+    return body.find("<Code>" + std::string(code) + "</Code>") != std::string::npos;
+  }
+};
+
+class S3Test : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    clock_.SetNanos(kNow * 1'000'000'000);
+    auto volume = NewLocalVolume(NewMemKvStore(), NewMemChunkStore());
+    ASSERT_TRUE(volume.ok());
+    volume_ = std::move(volume).value();
+    auto identities = auth::IdentityStore::Open(NewMemKvStore(), std::string(32, 'k'), &clock_);
+    ASSERT_TRUE(identities.ok());
+    identities_ = std::move(identities).value();
+    ASSERT_TRUE(identities_->ImportKey("root", "ROOTACCESSKEY0000000", "rootsecret").ok());
+    S3Options options;
+    options.clock = &clock_;
+    frontend_ = std::make_unique<S3Frontend>(*volume_, *identities_, options);
+  }
+
+  // Sends a request signed by `access`/`secret` (or anonymous when access is empty).
+  Reply Send(std::string method, std::string target, std::string body = "",
+             std::vector<net::HttpHeader> headers = {}, std::string access = "ROOTACCESSKEY0000000",
+             std::string secret = "rootsecret") {
+    net::HttpRequest http;
+    http.method = method;
+    http.target = target;
+    size_t q = target.find('?');
+    http.path = target.substr(0, q);
+    http.query = q == std::string::npos ? "" : target.substr(q + 1);
+    http.content_length = body.size();
+    http.headers = headers;
+    http.headers.push_back({"Host", "127.0.0.1:9000"});
+    if (!access.empty()) {
+      time_t now = static_cast<time_t>(clock_.NowNanos() / 1'000'000'000 + sign_skew_seconds_);
+      struct tm tm_utc;
+      gmtime_r(&now, &tm_utc);
+      char stamp[32];
+      strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm_utc);
+      std::string amz_date = stamp;
+      std::string payload_hash = sigv4::Sha256Hex(body);
+      http.headers.push_back({"x-amz-date", amz_date});
+      http.headers.push_back({"x-amz-content-sha256", payload_hash});
+      sigv4::Request req;
+      req.method = method;
+      req.path = *sigv4::UriDecode(http.path, false);
+      req.query = *sigv4::ParseQueryString(http.query);
+      std::vector<std::string> signed_headers;
+      for (const auto& h : http.headers) {
+        std::string name = h.name;
+        for (char& c : name) c = static_cast<char>(std::tolower(c));
+        req.headers.push_back({name, h.value});
+        signed_headers.push_back(name);
+      }
+      std::sort(signed_headers.begin(), signed_headers.end());
+      sigv4::Credential cred{access, amz_date.substr(0, 8), "us-east-1", "s3"};
+      auto signature =
+          sigv4::ComputeSignature(req, signed_headers, payload_hash, amz_date, cred, secret);
+      EXPECT_TRUE(signature.ok()) << signature.status().ToString();
+      std::string joined;
+      for (const auto& n : signed_headers) joined += (joined.empty() ? "" : ";") + n;
+      http.headers.push_back({"Authorization", "AWS4-HMAC-SHA256 Credential=" + access + "/" +
+                                                   amz_date.substr(0, 8) +
+                                                   "/us-east-1/s3/aws4_request, "
+                                                   "SignedHeaders=" +
+                                                   joined + ", Signature=" + *signature});
+    }
+    StringBody reader(body);
+    StringResponse response;
+    frontend_->Handle(http, reader, response);
+    return Reply{response.status_, response.headers_, response.body_};
+  }
+
+  FakeClock clock_;
+  int64_t sign_skew_seconds_ = 0;  // the client's clock minus the server's
+  std::unique_ptr<Volume> volume_;
+  std::unique_ptr<auth::IdentityStore> identities_;
+  std::unique_ptr<S3Frontend> frontend_;
+};
+
+TEST(S3ValidationTest, BucketNames) {
+  EXPECT_TRUE(ValidateBucketName("my-data.v2").ok());
+  for (std::string bad :
+       std::vector<std::string>{"ab", "UPPER", "-lead", "trail-", "a..b", "192.168.1.1", "a_b",
+                                std::string(64, 'a'), ".weft-uploads"}) {
+    Status s = ValidateBucketName(bad);
+    EXPECT_FALSE(s.ok()) << bad;
+    EXPECT_EQ(ErrorFromStatus(s).code, "InvalidBucketName") << bad;
+  }
+}
+
+TEST(S3ValidationTest, HostileKeysAreRejected) {
+  EXPECT_TRUE(ValidateKey("a/b/c.jpg").ok());
+  EXPECT_TRUE(ValidateKey("dir/").ok());
+  for (std::string bad :
+       std::vector<std::string>{"../etc/passwd", "a/../b", "./a", "a/./b", "a//b", "/a",
+                                std::string("a\0b", 3), "a\\b", std::string(1025, 'k')}) {
+    EXPECT_FALSE(ValidateKey(bad).ok()) << bad;
+  }
+  EXPECT_EQ(ErrorFromStatus(ValidateKey(std::string(300, 'k'))).code, "KeyTooLongError");
+}
+
+TEST(S3ValidationTest, ErrorsMapToS3Codes) {
+  EXPECT_EQ(ErrorFromStatus(NotFound("x")).code, "NoSuchKey");
+  EXPECT_EQ(ErrorFromStatus(NotFound("x"), Missing::kBucket).http_status, 404);
+  EXPECT_EQ(ErrorFromStatus(PermissionDenied("SignatureDoesNotMatch: bad")).code,
+            "SignatureDoesNotMatch");
+  EXPECT_EQ(ErrorFromStatus(Status(StatusCode::kFailedPrecondition, "RequestTimeTooSkewed: x"))
+                .http_status,
+            403);
+  EXPECT_EQ(ErrorFromStatus(NotADirectory("a is a file")).code, "ObjectConflict");
+  EXPECT_EQ(ErrorFromStatus(Internal("bug")).http_status, 500);
+  EXPECT_EQ(XmlEscape("a<b>&\"'"), "a&lt;b&gt;&amp;\"'");
+  EXPECT_FALSE(XmlDocument::Parse("<Delete><Object>", "Delete").ok());
+  EXPECT_FALSE(XmlDocument::Parse("<Other/>", "Delete").ok());
+  auto doc = XmlDocument::Parse(
+      R"(<Delete xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Object><Key> k </Key></Object></Delete>)",
+      "Delete");
+  ASSERT_TRUE(doc.ok());
+  ASSERT_EQ((*doc)->root().Children("Object").size(), 1u);
+  EXPECT_EQ((*doc)->root().Children("Object")[0].Child("Key")->text(), "k");
+}
+
+TEST_F(S3Test, KeyWalkerListsInS3Order) {
+  ASSERT_EQ(Send("PUT", "/bk1").status, 200);
+  for (std::string key : {"a/b", "a-1", "a.txt", "a0", "a/c/d", "z"}) {
+    ASSERT_EQ(Send("PUT", "/bk1/" + key, "x").status, 200) << key;
+  }
+  KeyWalker::Options all;
+  all.bucket = "bk1";
+  KeyWalker walker(*volume_, RequestContext{}, all);
+  std::vector<std::string> keys;
+  while (true) {
+    auto next = walker.Next();
+    ASSERT_TRUE(next.ok());
+    if (!next->has_value()) break;
+    if (!(*next)->is_directory) keys.push_back((*next)->key);
+  }
+  EXPECT_EQ(keys, (std::vector<std::string>{"a-1", "a.txt", "a/b", "a/c/d", "a0", "z"}));
+
+  // Starting inside the order: after "a.txt" comes the directory "a" (as "a/").
+  KeyWalker::Options after = all;
+  after.start_after = "a.txt";
+  KeyWalker from(*volume_, RequestContext{}, after);
+  auto first = from.Next();
+  ASSERT_TRUE(first.ok() && first->has_value());
+  EXPECT_EQ((*first)->key, "a/");
+}
+
+TEST_F(S3Test, PutGetRoundTripWithMetadataAndRanges) {
+  ASSERT_EQ(Send("PUT", "/data").status, 200);
+  std::string body = "hello, weft";
+  Reply put = Send("PUT", "/data/dir/obj.txt", body,
+                   {{"Content-Type", "text/plain"}, {"x-amz-meta-owner", "alice"}});
+  ASSERT_EQ(put.status, 200) << put.body;
+  EXPECT_EQ(put.headers["etag"], "\"" + Md5Hex(AsBytes(body)) + "\"");
+
+  Reply get = Send("GET", "/data/dir/obj.txt");
+  EXPECT_EQ(get.status, 200);
+  EXPECT_EQ(get.body, body);
+  EXPECT_EQ(get.headers["content-type"], "text/plain");
+  EXPECT_EQ(get.headers["x-amz-meta-owner"], "alice");
+
+  Reply range = Send("GET", "/data/dir/obj.txt", "", {{"Range", "bytes=7-"}});
+  EXPECT_EQ(range.status, 206);
+  EXPECT_EQ(range.body, "weft");
+  EXPECT_EQ(range.headers["content-range"], "bytes 7-10/11");
+  EXPECT_EQ(Send("GET", "/data/dir/obj.txt", "", {{"Range", "bytes=-3"}}).body, "eft");
+  EXPECT_EQ(Send("GET", "/data/dir/obj.txt", "", {{"Range", "bytes=99-"}}).status, 416);
+
+  std::string etag = put.headers["etag"];
+  EXPECT_EQ(Send("GET", "/data/dir/obj.txt", "", {{"If-None-Match", etag}}).status, 304);
+  EXPECT_EQ(Send("GET", "/data/dir/obj.txt", "", {{"If-Match", "\"nope\""}}).status, 412);
+  EXPECT_EQ(Send("HEAD", "/data/dir/obj.txt").headers["content-type"], "text/plain");
+  EXPECT_TRUE(Send("GET", "/data/missing").HasCode("NoSuchKey"));
+  EXPECT_TRUE(Send("GET", "/nobucket/x").HasCode("NoSuchBucket"));
+  // A key below an object conflicts.
+  EXPECT_TRUE(Send("PUT", "/data/dir/obj.txt/sub", "x").HasCode("ObjectConflict"));
+}
+
+TEST_F(S3Test, AuthenticationAndAuthorisation) {
+  ASSERT_EQ(Send("PUT", "/data").status, 200);
+  ASSERT_EQ(Send("PUT", "/data/alice/a", "1").status, 200);
+  ASSERT_EQ(Send("PUT", "/data/bob/b", "2").status, 200);
+
+  EXPECT_TRUE(Send("GET", "/data/alice/a", "", {}, "").HasCode("AccessDenied"));
+  EXPECT_TRUE(Send("GET", "/data/alice/a", "", {}, "ROOTACCESSKEY0000000", "wrong")
+                  .HasCode("SignatureDoesNotMatch"));
+  EXPECT_TRUE(Send("GET", "/data/alice/a", "", {}, "NOSUCHKEY00000000000", "x")
+                  .HasCode("InvalidAccessKeyId"));
+
+  ASSERT_TRUE(identities_->CreateUser("alice", {}).ok());
+  auto key = identities_->CreateKey("alice");
+  ASSERT_TRUE(key.ok());
+  auth::Rule rule;
+  rule.subject = "user:alice";
+  rule.prefix = "/data/alice/";
+  rule.permissions = auth::kRead | auth::kWrite | auth::kList;
+  ASSERT_TRUE(identities_->AddRule(rule).ok());
+  auto as_alice = [&](std::string method, std::string target, std::string body = "") {
+    return Send(method, target, body, {}, key->access_key_id, key->secret_key);
+  };
+  EXPECT_EQ(as_alice("GET", "/data/alice/a").body, "1");
+  EXPECT_EQ(as_alice("PUT", "/data/alice/new", "n").status, 200);
+  EXPECT_TRUE(as_alice("GET", "/data/bob/b").HasCode("AccessDenied"));
+  EXPECT_TRUE(as_alice("PUT", "/data/bob/x", "x").HasCode("AccessDenied"));
+  EXPECT_TRUE(as_alice("GET", "/data?list-type=2").HasCode("AccessDenied"));
+  EXPECT_EQ(as_alice("GET", "/data?list-type=2&prefix=alice/").status, 200);
+  // A copy source outside the caller's rights is refused before any handler runs.
+  Reply copy = Send("PUT", "/data/alice/copy", "", {{"x-amz-copy-source", "/data/bob/b"}},
+                    key->access_key_id, key->secret_key);
+  EXPECT_TRUE(copy.HasCode("AccessDenied"));
+  EXPECT_EQ(Send("GET", "/data/alice/copy").status, 404);
+}
+
+TEST_F(S3Test, ListObjectsV2PaginatesWithDelimiter) {
+  ASSERT_EQ(Send("PUT", "/dset").status, 200);
+  for (std::string key : {"train/0", "train/1", "val/0", "readme", "test/x/y"}) {
+    ASSERT_EQ(Send("PUT", "/dset/" + key, "x").status, 200);
+  }
+  Reply page = Send("GET", "/dset?list-type=2&delimiter=/&max-keys=2");
+  ASSERT_EQ(page.status, 200);
+  EXPECT_NE(page.body.find("<Key>readme</Key>"), std::string::npos);
+  EXPECT_NE(page.body.find("<Prefix>test/</Prefix>"), std::string::npos);
+  EXPECT_NE(page.body.find("<IsTruncated>true</IsTruncated>"), std::string::npos);
+  size_t at = page.body.find("<NextContinuationToken>");
+  ASSERT_NE(at, std::string::npos);
+  std::string token = page.body.substr(at + 23, page.body.find('<', at + 23) - at - 23);
+  Reply next = Send("GET", "/dset?list-type=2&delimiter=/&max-keys=2&continuation-token=" +
+                               sigv4::UriEncode(token));
+  EXPECT_NE(next.body.find("<Prefix>train/</Prefix>"), std::string::npos) << next.body;
+  EXPECT_NE(next.body.find("<Prefix>val/</Prefix>"), std::string::npos);
+  EXPECT_EQ(next.body.find("test/"), std::string::npos);
+  EXPECT_NE(next.body.find("<IsTruncated>false</IsTruncated>"), std::string::npos);
+
+  Reply all = Send("GET", "/dset?list-type=2&prefix=train/");
+  EXPECT_NE(all.body.find("<KeyCount>2</KeyCount>"), std::string::npos) << all.body;
+}
+
+TEST_F(S3Test, MultipartUploadConcatenatesPartsWithS3Etag) {
+  ASSERT_EQ(Send("PUT", "/mpu").status, 200);
+  Reply created = Send("POST", "/mpu/big.bin?uploads", "", {{"Content-Type", "app/x"}});
+  ASSERT_EQ(created.status, 200) << created.body;
+  size_t at = created.body.find("<UploadId>");
+  std::string id = created.body.substr(at + 10, 32);
+  std::string part1(5 << 20, 'a');
+  std::string part2 = "tail";
+  Reply p1 = Send("PUT", "/mpu/big.bin?partNumber=1&uploadId=" + id, part1);
+  Reply p2 = Send("PUT", "/mpu/big.bin?partNumber=2&uploadId=" + id, part2);
+  ASSERT_EQ(p1.status, 200);
+  ASSERT_EQ(p2.status, 200);
+  EXPECT_EQ(Send("GET", "/mpu/big.bin").status, 404);  // nothing visible before complete
+
+  std::string complete = "<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>" +
+                         p1.headers["etag"] +
+                         "</ETag></Part><Part><PartNumber>2</PartNumber><ETag>" +
+                         p2.headers["etag"] + "</ETag></Part></CompleteMultipartUpload>";
+  Reply done = Send("POST", "/mpu/big.bin?uploadId=" + id, complete);
+  ASSERT_EQ(done.status, 200) << done.body;
+  std::string md5s = *FromHex(Md5Hex(AsBytes(part1))) + *FromHex(Md5Hex(AsBytes(part2)));
+  std::string etag = "\"" + Md5Hex(AsBytes(md5s)) + "-2\"";
+  EXPECT_NE(done.body.find(etag), std::string::npos) << done.body;
+  Reply got = Send("GET", "/mpu/big.bin");
+  EXPECT_EQ(got.body, part1 + part2);
+  EXPECT_EQ(got.headers["etag"], etag);
+  EXPECT_EQ(got.headers["content-type"], "app/x");
+  EXPECT_TRUE(Send("POST", "/mpu/big.bin?uploadId=" + id, complete).HasCode("NoSuchUpload"));
+  EXPECT_EQ(Send("GET", "/?").status, 200);
+}
+
+TEST_F(S3Test, BadInputChangesNothing) {
+  ASSERT_EQ(Send("PUT", "/bad").status, 200);
+  // A body that does not match its signed SHA-256 is refused and not stored.
+  Reply mismatch = Send("PUT", "/bad/k", "abc", {{"Content-MD5", "AAAAAAAAAAAAAAAAAAAAAA=="}});
+  EXPECT_TRUE(mismatch.HasCode("BadDigest")) << mismatch.body;
+  EXPECT_EQ(Send("GET", "/bad/k").status, 404);
+  EXPECT_TRUE(Send("POST", "/bad?delete", "<Delete><Object>").HasCode("MalformedXML"));
+  EXPECT_TRUE(Send("PUT", "/bad/a/../b", "x").HasCode("InvalidArgument"));
+  EXPECT_TRUE(Send("PUT", "/Bad_Name").HasCode("InvalidBucketName"));
+  EXPECT_TRUE(Send("GET", "/bad/k?acl").HasCode("NotImplemented"));
+  // A client whose clock is an hour behind.
+  sign_skew_seconds_ = -3600;
+  EXPECT_TRUE(Send("GET", "/bad/k").HasCode("RequestTimeTooSkewed"));
+}
+
+}  // namespace
+}  // namespace weft::s3

@@ -1,0 +1,44 @@
+// Router: the one HttpHandler the hub's server runs. Weft's own endpoints live under /_weft/
+// (a path no bucket can take); everything else is S3. It also keeps the request counters that
+// /_weft/metrics exposes in Prometheus text format. Thread-safe.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "net/http_server.h"
+
+namespace weft::server {
+
+class Router : public net::HttpHandler {
+ public:
+  // `s3` serves every non-/_weft/ path; `rest` (may be null) serves /_weft/api/;
+  // `extra_metrics` appends gauges (capacity, dedup) to /_weft/metrics.
+  Router(net::HttpHandler* s3, net::HttpHandler* rest,
+         std::function<std::string()> extra_metrics = {});
+
+  void Handle(const net::HttpRequest& request, net::BodyReader& body,
+              net::ResponseWriter& response) override;
+  void HandleProtocolError(int status, std::string_view code, std::string_view message,
+                           net::ResponseWriter& response) override;
+
+  std::string MetricsText() const;
+
+ private:
+  static constexpr size_t kMethods = 6;  // GET PUT HEAD DELETE POST other
+  static constexpr size_t kClasses = 5;  // 1xx..5xx
+  net::HttpHandler* s3_;
+  net::HttpHandler* rest_;
+  std::function<std::string()> extra_metrics_;
+  std::array<std::array<std::atomic<uint64_t>, kClasses>, kMethods> requests_{};
+  std::atomic<uint64_t> bytes_in_ = 0;
+  std::atomic<uint64_t> bytes_out_ = 0;
+  std::atomic<int64_t> in_flight_ = 0;
+  std::atomic<uint64_t> protocol_errors_ = 0;
+  std::atomic<uint64_t> request_seconds_micros_ = 0;
+};
+
+}  // namespace weft::server

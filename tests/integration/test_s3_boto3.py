@@ -435,16 +435,26 @@ class BadInput(S3TestCase):
         out = self.raw(big)
         self.assertIn(b"400", out.split(b"\r\n")[0])
         self.assertIn(b"RequestHeaderSectionTooLarge", out)
-        # A PUT that promises 1000 bytes and sends 10 stores nothing (and is unsigned, so it
-        # would be refused anyway: send it signed through boto3 with a short body instead).
-        def truncate(request, **_):
-            request.headers["Content-Length"] = "1000"
-        s3.meta.events.register("before-send.s3.PutObject", truncate)
-        with self.assertRaises(Exception):
-            s3.put_object(Bucket="raw", Key="short", Body=b"0123456789")
-        s3.meta.events.unregister("before-send.s3.PutObject", truncate)
+        # A PUT that promises 1000 bytes, sends 10 and stops: IncompleteBody, nothing stored.
+        url = s3.generate_presigned_url("put_object", Params={"Bucket": "raw", "Key": "short"})
+        target = url.split(str(self.hub.port), 1)[1]
+        host = f"127.0.0.1:{self.hub.port}".encode()
+        out = self.raw(b"PUT " + target.encode() + b" HTTP/1.1\r\nHost: " + host + b"\r\n"
+                       b"Content-Length: 1000\r\n\r\n0123456789")
+        self.assertIn(b"400", out.split(b"\r\n")[0])
+        self.assertIn(b"IncompleteBody", out)
         with self.assertRaises(ClientError):
             s3.head_object(Bucket="raw", Key="short")
+        # A signed PUT whose Content-Length is shorter than the body it signed: the bytes
+        # received do not match the signed SHA-256, and nothing is stored.
+        def shorten(request, **_):
+            request.headers.replace_header("Content-Length", "4")
+        s3.meta.events.register("before-send.s3.PutObject", shorten)
+        with self.assertRaises(Exception):
+            s3.put_object(Bucket="raw", Key="wrong", Body=b"0123456789")
+        s3.meta.events.unregister("before-send.s3.PutObject", shorten)
+        with self.assertRaises(ClientError):
+            s3.head_object(Bucket="raw", Key="wrong")
         # The server is still serving.
         s3.put_object(Bucket="raw", Key="ok", Body=b"fine")
         self.assertEqual(s3.get_object(Bucket="raw", Key="ok")["Body"].read(), b"fine")

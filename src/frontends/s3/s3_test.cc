@@ -4,6 +4,7 @@
 // are exercised by tests/integration/test_s3_*.py.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <map>
 
 #include "auth/identity_store.h"
@@ -93,9 +94,13 @@ class S3Test : public ::testing::Test {
   }
 
   // Sends a request signed by `access`/`secret` (or anonymous when access is empty).
+  // `make_body`, when given, builds the body from the request's signature (aws-chunked chains
+  // chunk signatures to it) and `payload_hash` is what x-amz-content-sha256 says.
+  using BodyMaker = std::function<std::string(const sigv4::ChunkVerifier& seed)>;
   Reply Send(std::string method, std::string target, std::string body = "",
              std::vector<net::HttpHeader> headers = {}, std::string access = "ROOTACCESSKEY0000000",
-             std::string secret = "rootsecret") {
+             std::string secret = "rootsecret", std::string payload_hash = "",
+             BodyMaker make_body = nullptr) {
     net::HttpRequest http;
     http.method = method;
     http.target = target;
@@ -112,7 +117,7 @@ class S3Test : public ::testing::Test {
       char stamp[32];
       strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm_utc);
       std::string amz_date = stamp;
-      std::string payload_hash = sigv4::Sha256Hex(body);
+      if (payload_hash.empty()) payload_hash = sigv4::Sha256Hex(body);
       http.headers.push_back({"x-amz-date", amz_date});
       http.headers.push_back({"x-amz-content-sha256", payload_hash});
       sigv4::Request req;
@@ -138,6 +143,13 @@ class S3Test : public ::testing::Test {
                                                    "/us-east-1/s3/aws4_request, "
                                                    "SignedHeaders=" +
                                                    joined + ", Signature=" + *signature});
+      if (make_body) {
+        std::string scope = cred.Scope();
+        sigv4::ChunkVerifier seed(sigv4::SigningKey(secret, cred.date, cred.region, "s3"), amz_date,
+                                  scope, *signature);
+        body = make_body(seed);
+        http.content_length = body.size();
+      }
     }
     StringBody reader(body);
     StringResponse response;
@@ -355,6 +367,69 @@ TEST_F(S3Test, BadInputChangesNothing) {
   // A client whose clock is an hour behind.
   sign_skew_seconds_ = -3600;
   EXPECT_TRUE(Send("GET", "/bad/k").HasCode("RequestTimeTooSkewed"));
+}
+
+// aws-chunked with a signature per chunk, chained to the request's: the real stream is
+// accepted, and a tampered chunk is refused with nothing stored.
+TEST_F(S3Test, StreamingSignedPayload) {
+  ASSERT_EQ(Send("PUT", "/stream").status, 200);
+  std::vector<std::string> chunks = {std::string(70000, 'a'), "tail", ""};
+  auto framed = [&](bool tamper) {
+    return [&, tamper](const sigv4::ChunkVerifier& seed) {
+      sigv4::ChunkVerifier chain = seed;
+      std::string body;
+      for (const std::string& chunk : chunks) {
+        std::string hash = sigv4::Sha256Hex(chunk);
+        std::string signature = chain.Expected(hash);
+        EXPECT_TRUE(chain.Verify(signature, hash).ok());
+        char size[32];
+        snprintf(size, sizeof size, "%zx", chunk.size());
+        std::string data = chunk;
+        if (tamper && !data.empty()) data[0] ^= 1;
+        body += std::string(size) + ";chunk-signature=" + signature + "\r\n" + data + "\r\n";
+      }
+      return body;
+    };
+  };
+  std::vector<net::HttpHeader> headers = {{"Content-Encoding", "aws-chunked"},
+                                          {"x-amz-decoded-content-length", "70004"}};
+  Reply ok = Send("PUT", "/stream/ok", "", headers, "ROOTACCESSKEY0000000", "rootsecret",
+                  std::string(sigv4::kStreamingPayload), framed(false));
+  ASSERT_EQ(ok.status, 200) << ok.body;
+  EXPECT_EQ(Send("GET", "/stream/ok").body, chunks[0] + chunks[1]);
+  EXPECT_EQ(Send("HEAD", "/stream/ok").headers.count("content-encoding"), 0u);
+  Reply bad = Send("PUT", "/stream/bad", "", headers, "ROOTACCESSKEY0000000", "rootsecret",
+                   std::string(sigv4::kStreamingPayload), framed(true));
+  EXPECT_TRUE(bad.HasCode("SignatureDoesNotMatch")) << bad.body;
+  EXPECT_EQ(Send("GET", "/stream/bad").status, 404);
+}
+
+// aws-chunked with unsigned chunks and a CRC32 trailer, as current AWS SDKs send.
+TEST_F(S3Test, StreamingTrailerChecksum) {
+  ASSERT_EQ(Send("PUT", "/trailer").status, 200);
+  auto framed = [](std::string checksum) {
+    return [checksum](const sigv4::ChunkVerifier&) {
+      return "5\r\nhello\r\n0\r\nx-amz-checksum-crc32:" + checksum + "\r\n\r\n";
+    };
+  };
+  std::vector<net::HttpHeader> headers = {{"Content-Encoding", "aws-chunked"},
+                                          {"x-amz-decoded-content-length", "5"},
+                                          {"x-amz-trailer", "x-amz-checksum-crc32"}};
+  std::string mode(sigv4::kStreamingUnsignedTrailer);
+  // crc32("hello") = 0x3610a686.
+  Reply ok = Send("PUT", "/trailer/ok", "", headers, "ROOTACCESSKEY0000000", "rootsecret", mode,
+                  framed("NhCmhg=="));
+  ASSERT_EQ(ok.status, 200) << ok.body;
+  EXPECT_EQ(Send("GET", "/trailer/ok").body, "hello");
+  Reply bad = Send("PUT", "/trailer/bad", "", headers, "ROOTACCESSKEY0000000", "rootsecret", mode,
+                   framed("AAAAAA=="));
+  EXPECT_TRUE(bad.HasCode("BadDigest")) << bad.body;
+  EXPECT_EQ(Send("GET", "/trailer/bad").status, 404);
+  // A body cut short inside a chunk is IncompleteBody.
+  Reply cut = Send("PUT", "/trailer/cut", "", headers, "ROOTACCESSKEY0000000", "rootsecret", mode,
+                   [](const sigv4::ChunkVerifier&) { return std::string("5\r\nhel"); });
+  EXPECT_TRUE(cut.HasCode("IncompleteBody")) << cut.body;
+  EXPECT_EQ(Send("GET", "/trailer/cut").status, 404);
 }
 
 }  // namespace

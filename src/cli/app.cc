@@ -4,6 +4,7 @@
 #include <exception>
 #include <string>
 
+#include "cli/admin.h"
 #include "server/hub.h"
 
 #ifndef WEFT_VERSION
@@ -35,6 +36,106 @@ CLI::App* AddCommand(CLI::App& parent, const std::string& name, const std::strin
   return sub;
 }
 
+// A command group of `weft user|key|rule`; its help also says where the commands act.
+CLI::App* AddAdminGroup(CLI::App& app, const std::string& name, const std::string& what,
+                        const std::string& example) {
+  CLI::App* group = AddCommand(app, name, what, example);
+  group->footer(
+      "Without --server the commands act on the identity store in --data, which works only\n"
+      "while no hub runs there. With --server URL (or WEFT_SERVER) they go through that hub's\n"
+      "REST API, signing in with WEFT_ACCESS_KEY and WEFT_SECRET_KEY (else\n"
+      "WEFT_ROOT_ACCESS_KEY and WEFT_ROOT_SECRET_KEY); --ca-file trusts a private CA.\n\n"
+      "Example:\n  " +
+      example);
+  group->require_subcommand(1);
+  return group;
+}
+
+// Arguments of the admin commands; one command runs per invocation, so they share fields.
+struct AdminArgs {
+  std::string name;  // user
+  std::string id;    // access key or rule
+  std::string subject, prefix, permissions;
+  std::vector<std::string> groups;
+};
+
+// `weft user|key|rule ...`. `target`, `args` and `action` must outlive the parse: the
+// callbacks fill them in.
+void AddAdminCommands(CLI::App& app, const AdminTarget& target, AdminArgs& args,
+                      std::function<int(CommandEnv&)>& action) {
+  std::string& name = args.name;
+  std::string& id = args.id;
+  std::vector<std::string>& groups = args.groups;
+
+  CLI::App* user = AddAdminGroup(app, "user", "Manage users (root is built in).",
+                                 "weft --server http://hub:9000 user create alice --group eng");
+  CLI::App* cmd = AddCommand(*user, "create", "Create a user, optionally in groups.",
+                             "weft user create alice --group eng --group ops");
+  cmd->add_option("name", name, "User name: [a-z0-9][a-z0-9._-]{0,63}")->required();
+  cmd->add_option("-g,--group", groups, "A group to put the user in (repeatable)")
+      ->allow_extra_args(false);
+  cmd->callback(
+      [&] { action = [&](CommandEnv& env) { return RunUserCreate(env, target, name, groups); }; });
+  cmd = AddCommand(*user, "list", "List users.", "weft --json user list");
+  cmd->callback([&] { action = [&](CommandEnv& env) { return RunUserList(env, target); }; });
+  cmd = AddCommand(*user, "show", "Show a user and its groups.", "weft user show alice");
+  cmd->add_option("name", name, "User name")->required();
+  cmd->callback([&] { action = [&](CommandEnv& env) { return RunUserShow(env, target, name); }; });
+  cmd = AddCommand(*user, "delete", "Delete a user with its access keys and its user: rules.",
+                   "weft user delete alice");
+  cmd->add_option("name", name, "User name")->required();
+  cmd->callback(
+      [&] { action = [&](CommandEnv& env) { return RunUserDelete(env, target, name); }; });
+  cmd = AddCommand(*user, "groups", "Replace a user's groups (none given: no groups).",
+                   "weft user groups alice eng ops");
+  cmd->add_option("name", name, "User name")->required();
+  cmd->add_option("groups", groups, "Groups");
+  cmd->callback(
+      [&] { action = [&](CommandEnv& env) { return RunUserGroups(env, target, name, groups); }; });
+
+  CLI::App* key = AddAdminGroup(app, "key", "Manage access keys (for S3 and the REST API).",
+                                "weft --server http://hub:9000 key create alice");
+  cmd = AddCommand(*key, "create",
+                   "Create an access key for USER and print its id and secret; the secret is\n"
+                   "shown only this once (--json: both as one object).",
+                   "weft --json key create alice");
+  cmd->add_option("user", name, "User name")->required();
+  cmd->callback([&] { action = [&](CommandEnv& env) { return RunKeyCreate(env, target, name); }; });
+  cmd = AddCommand(*key, "list", "List a user's access keys (never the secrets).",
+                   "weft key list alice");
+  cmd->add_option("user", name, "User name")->required();
+  cmd->callback([&] { action = [&](CommandEnv& env) { return RunKeyList(env, target, name); }; });
+  cmd = AddCommand(*key, "delete", "Delete an access key; requests signed with it then fail.",
+                   "weft key delete WK0123456789ABCDEFGH");
+  cmd->add_option("keyid", id, "Access key id")->required();
+  cmd->callback([&] { action = [&](CommandEnv& env) { return RunKeyDelete(env, target, id); }; });
+
+  CLI::App* rule = AddAdminGroup(
+      app, "rule",
+      "Manage access rules: each grants SUBJECT (user:NAME, group:NAME, authenticated or\n"
+      "'*') PERMS on every path starting with PREFIX. Nothing is allowed without a rule,\n"
+      "except to root.",
+      "weft rule add user:alice /datasets/alice/ read,write,list");
+  cmd = AddCommand(*rule, "add",
+                   "Add a rule. PERMS is a comma-separated subset of read,write,list,admin;\n"
+                   "end PREFIX with '/' to mean a directory ('/b/' is bucket b).",
+                   "weft rule add group:eng /datasets/ read,list");
+  cmd->add_option("subject", args.subject, "user:NAME, group:NAME, authenticated or *")->required();
+  cmd->add_option("prefix", args.prefix, "Absolute path prefix")->required();
+  cmd->add_option("perms", args.permissions, "read,write,list,admin")->required();
+  cmd->callback([&] {
+    action = [&](CommandEnv& env) {
+      return RunRuleAdd(env, target, args.subject, args.prefix, args.permissions);
+    };
+  });
+  cmd = AddCommand(*rule, "list", "List rules with their ids.", "weft --json rule list");
+  cmd->callback([&] { action = [&](CommandEnv& env) { return RunRuleList(env, target); }; });
+  cmd = AddCommand(*rule, "delete", "Delete a rule by id (see 'weft rule list').",
+                   "weft rule delete r3");
+  cmd->add_option("id", id, "Rule id")->required();
+  cmd->callback([&] { action = [&](CommandEnv& env) { return RunRuleDelete(env, target, id); }; });
+}
+
 }  // namespace
 
 int RunWeft(int argc, char** argv, const VolumeOpener& opener, int in_fd, FILE* out, FILE* err,
@@ -50,6 +151,11 @@ int RunWeft(int argc, char** argv, const VolumeOpener& opener, int in_fd, FILE* 
     app.fallthrough();  // global options may follow the subcommand too
     app.add_option("--data", global.data_dir, "Data directory of the volume")
         ->capture_default_str();
+    AdminTarget admin;
+    app.add_option("--server", admin.server,
+                   "Hub URL for the user/key/rule commands (default: act on --data directly)")
+        ->envname("WEFT_SERVER");
+    app.add_option("--ca-file", admin.ca_file, "PEM CA certificates for an https:// --server");
     app.add_flag("--json", global.json, "Machine-readable JSON output (listing commands)");
     app.add_flag("-q,--quiet", global.quiet, "No progress bar, warnings or chatter");
     app.footer(
@@ -221,6 +327,9 @@ int RunWeft(int argc, char** argv, const VolumeOpener& opener, int in_fd, FILE* 
     changes_cmd->add_option("--limit", changes.limit, "At most this many (0 = all)");
     changes_cmd->callback(
         [&] { action = [&](CommandEnv& env) { return RunChanges(env, changes); }; });
+
+    AdminArgs admin_args;
+    AddAdminCommands(app, admin, admin_args, action);
 
     server::HubOptions serve;
     CLI::App* serve_cmd = AddCommand(

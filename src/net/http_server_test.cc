@@ -3,9 +3,6 @@
 #include "net/http_server.h"
 
 #include <gtest/gtest.h>
-#include <openssl/evp.h>
-#include <openssl/pem.h>
-#include <openssl/x509.h>
 #include <stdlib.h>
 
 #include <atomic>
@@ -22,6 +19,7 @@
 #include <thread>
 
 #include "base/test_util.h"
+#include "net/test_tls.h"
 
 namespace weft::net {
 namespace {
@@ -552,40 +550,13 @@ TEST_F(HttpServerTest, ConcurrentClients) {
   EXPECT_EQ(handler_.requests, 400);
 }
 
-// Writes a self-signed P-256 certificate for CN=localhost.
-void WriteSelfSignedCert(const std::string& cert_path, const std::string& key_path) {
-  EVP_PKEY* key = EVP_EC_gen("P-256");
-  ASSERT_NE(key, nullptr);
-  X509* cert = X509_new();
-  X509_set_version(cert, 2);
-  ASN1_INTEGER_set(X509_get_serialNumber(cert), 1);
-  X509_gmtime_adj(X509_getm_notBefore(cert), 0);
-  X509_gmtime_adj(X509_getm_notAfter(cert), 3600);
-  X509_set_pubkey(cert, key);
-  X509_NAME* name = X509_get_subject_name(cert);
-  X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
-                             reinterpret_cast<const unsigned char*>("localhost"), -1, -1, 0);
-  X509_set_issuer_name(cert, name);
-  ASSERT_GT(X509_sign(cert, key, EVP_sha256()), 0);
-  FILE* f = fopen(key_path.c_str(), "w");
-  ASSERT_NE(f, nullptr);
-  EXPECT_EQ(PEM_write_PrivateKey(f, key, nullptr, nullptr, 0, nullptr, nullptr), 1);
-  fclose(f);
-  f = fopen(cert_path.c_str(), "w");
-  ASSERT_NE(f, nullptr);
-  EXPECT_EQ(PEM_write_X509(f, cert), 1);
-  fclose(f);
-  X509_free(cert);
-  EVP_PKEY_free(key);
-}
-
 TEST_F(HttpServerTest, Https) {
   char dir_template[] = "/tmp/weft_net_test_XXXXXX";
   ASSERT_NE(mkdtemp(dir_template), nullptr);
   const std::string dir = dir_template;
   options_.tls_cert_file = dir + "/cert.pem";
   options_.tls_key_file = dir + "/key.pem";
-  WriteSelfSignedCert(options_.tls_cert_file, options_.tls_key_file);
+  testtls::WriteSelfSignedCert(options_.tls_cert_file, options_.tls_key_file);
   bool tls_seen = false;
   handler_.fn = [&](const HttpRequest& req, BodyReader& body, ResponseWriter& resp) {
     tls_seen = req.tls;

@@ -10,8 +10,8 @@
 #include "frontends/rest/rest_frontend.h"
 #include "frontends/s3/s3_frontend.h"
 #include "io/file_system.h"
-#include "meta/kv_store.h"
 #include "net/http_server.h"
+#include "server/identity.h"
 #include "server/router.h"
 #include "vfs/local_volume.h"
 
@@ -95,12 +95,8 @@ Status RunHub(const HubOptions& options, FILE* out) {
   FileSystem* fs = PosixFileSystem();
   WEFT_RETURN_IF_ERROR(fs->CreateDirs(options.data_dir));
   WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Volume> volume, OpenLocalVolume(options.data_dir));
-  WEFT_ASSIGN_OR_RETURN(std::string server_key,
-                        auth::LoadOrCreateServerKey(*fs, options.data_dir + "/server.key"));
-  WEFT_ASSIGN_OR_RETURN(std::shared_ptr<KvStore> identity_kv,
-                        OpenRocksKvStore(options.data_dir + "/identity"));
   WEFT_ASSIGN_OR_RETURN(std::unique_ptr<auth::IdentityStore> identities,
-                        auth::IdentityStore::Open(identity_kv, std::move(server_key)));
+                        OpenIdentityStore(options.data_dir));
   WEFT_RETURN_IF_ERROR(EnsureRootKey(*identities, out));
 
   s3::S3Options s3_options;

@@ -1,0 +1,172 @@
+"""`weft user|key|rule` against a running hub (--server, signing in with root's key from the
+environment) and on the data directory itself, checked end to end: what the commands create is
+what S3 requests signed with the new key may and may not do."""
+
+import json
+import os
+import subprocess
+import unittest
+
+from botocore.exceptions import ClientError
+
+from s3lib import ROOT_ACCESS, ROOT_SECRET, S3TestCase
+
+
+def error_code(ctx):
+    return ctx.exception.response["Error"]["Code"]
+
+
+class AdminCommands(S3TestCase):
+
+    def admin(self, *args, secret=ROOT_SECRET, check=True):
+        """Runs `weft --server URL ARGS` with root's key in the environment."""
+        env = {k: v for k, v in os.environ.items()
+               if k not in ("WEFT_ACCESS_KEY", "WEFT_SECRET_KEY", "WEFT_SERVER")}
+        env.update({"WEFT_ROOT_ACCESS_KEY": ROOT_ACCESS, "WEFT_ROOT_SECRET_KEY": secret})
+        cmd = [self.bin, "--server", self.hub.url, *args]
+        proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              timeout=60)
+        if check and proc.returncode != 0:
+            self.fail(f"{' '.join(cmd)} exited {proc.returncode}: "
+                      f"{proc.stderr.decode(errors='replace').strip()}")
+        return proc
+
+    def admin_json(self, *args):
+        return json.loads(self.admin("--json", *args).stdout)
+
+    def make_alice(self):
+        """User alice with a key and read/write/list on /data/alice/; returns (key, rule)."""
+        out = self.admin("user", "create", "alice", "--group", "eng").stdout.decode()
+        self.assertIn("created user alice", out)
+        key = self.admin_json("key", "create", "alice")
+        self.assertEqual(key["user"], "alice")
+        rule = self.admin_json("rule", "add", "user:alice", "/data/alice/", "read,write,list")
+        self.assertEqual(rule["permissions"], "read,write,list")
+        return key, rule
+
+    def test_rules_decide_what_a_new_key_may_do(self):
+        root = self.boto3()
+        root.create_bucket(Bucket="data")
+        root.put_object(Bucket="data", Key="other/x", Body=b"not alice's")
+        key, rule = self.make_alice()
+
+        users = {u["name"]: u for u in self.admin_json("user", "list")}
+        self.assertEqual(users["alice"]["groups"], ["eng"])
+        self.assertIn("root", users)
+        self.assertEqual(self.admin_json("user", "show", "alice")["name"], "alice")
+        keys = self.admin_json("key", "list", "alice")
+        self.assertEqual([k["access_key_id"] for k in keys], [key["access_key_id"]])
+        self.assertNotIn("secret_access_key", keys[0])
+        self.assertIn(rule, self.admin_json("rule", "list"))
+        self.assertIn(key["access_key_id"], self.admin("key", "list", "alice").stdout.decode())
+
+        alice = self.boto3(key["access_key_id"], key["secret_access_key"])
+        alice.put_object(Bucket="data", Key="alice/a.txt", Body=b"mine")
+        self.assertEqual(alice.get_object(Bucket="data", Key="alice/a.txt")["Body"].read(),
+                         b"mine")
+        listed = alice.list_objects_v2(Bucket="data", Prefix="alice/")
+        self.assertEqual([o["Key"] for o in listed["Contents"]], ["alice/a.txt"])
+
+        outside = [
+            lambda: alice.get_object(Bucket="data", Key="other/x"),
+            lambda: alice.put_object(Bucket="data", Key="other/y", Body=b"no"),
+            lambda: alice.list_objects_v2(Bucket="data", Prefix="other/"),
+            lambda: alice.list_objects_v2(Bucket="data"),
+            lambda: alice.delete_object(Bucket="data", Key="other/x"),
+        ]
+        for i, call in enumerate(outside):
+            with self.subTest(call=i):
+                with self.assertRaises(ClientError) as ctx:
+                    call()
+                self.assertEqual(error_code(ctx), "AccessDenied")
+        self.assertEqual(root.get_object(Bucket="data", Key="other/x")["Body"].read(),
+                         b"not alice's")
+
+        self.admin("rule", "delete", rule["id"])
+        self.assertNotIn(rule, self.admin_json("rule", "list"))
+        with self.assertRaises(ClientError) as ctx:
+            alice.get_object(Bucket="data", Key="alice/a.txt")
+        self.assertEqual(error_code(ctx), "AccessDenied")
+
+        self.admin("user", "delete", "alice")
+        self.assertNotIn("alice", [u["name"] for u in self.admin_json("user", "list")])
+        with self.assertRaises(ClientError) as ctx:
+            alice.list_objects_v2(Bucket="data", Prefix="alice/")
+        self.assertEqual(error_code(ctx), "InvalidAccessKeyId")
+
+    def test_groups_and_key_delete(self):
+        self.admin("user", "create", "bob")
+        self.assertEqual(self.admin_json("user", "groups", "bob", "eng", "ops")["groups"],
+                         ["eng", "ops"])
+        key = self.admin_json("key", "create", "bob")
+        self.admin("key", "delete", key["access_key_id"])
+        self.assertEqual(self.admin_json("key", "list", "bob"), [])
+
+    def test_errors_are_one_line(self):
+        proc = self.admin("user", "list", secret="wrong-secret", check=False)
+        self.assert_one_line_error(proc, "weft: user list: InvalidCredentials: ")
+        proc = self.admin("user", "show", "nobody", check=False)
+        self.assert_one_line_error(proc, "weft: user show: NotFound: ")
+        proc = self.admin("rule", "add", "user:x", "/a/", "fly", check=False)
+        self.assert_one_line_error(proc, "weft: rule add: InvalidArgument: ")
+        # The hub holds the data directory: local mode points at --server.
+        proc = self.weft("user", "list", check=False)
+        self.assert_one_line_error(proc, "in use", "--server")
+
+    def make_certificates(self):
+        """A private CA and a certificate it signed for 127.0.0.1: (ca, cert, key) paths."""
+        ca_config = self.write_file("ca.cnf", b"""
+[req]
+distinguished_name = dn
+x509_extensions = v3_ca
+prompt = no
+[dn]
+CN = weft test CA
+[v3_ca]
+basicConstraints = critical,CA:TRUE
+keyUsage = critical,keyCertSign,cRLSign
+""")
+        ext = self.write_file("ext.cnf", b"subjectAltName = IP:127.0.0.1\n")
+        ca, ca_key = self.path("ca.pem"), self.path("ca.key")
+        cert, key, csr = self.path("cert.pem"), self.path("key.pem"), self.path("csr.pem")
+        new_key = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"]
+        for cmd in (
+            ["req", "-x509", "-config", ca_config, *new_key, "-keyout", ca_key, "-out", ca,
+             "-days", "1"],
+            ["req", *new_key, "-keyout", key, "-out", csr, "-subj", "/CN=weft test hub"],
+            ["x509", "-req", "-in", csr, "-CA", ca, "-CAkey", ca_key, "-CAcreateserial",
+             "-out", cert, "-days", "1", "-extfile", ext],
+        ):
+            subprocess.run(["openssl", *cmd], check=True, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
+        return ca, cert, key
+
+    def test_https_server_with_a_private_ca(self):
+        ca, cert, key = self.make_certificates()
+        self.assertEqual(self.hub.stop(), 0)
+        self.start_hub(["--tls-cert", cert, "--tls-key", key])
+        self.assertTrue(self.hub.url.startswith("https://127.0.0.1:"), self.hub.url)
+        self.admin("--ca-file", ca, "user", "create", "carol")
+        self.assertIn("carol", [u["name"] for u in self.admin_json("--ca-file", ca, "user",
+                                                                    "list")])
+        proc = self.admin("user", "list", check=False)  # the system store lacks the test CA
+        self.assert_one_line_error(proc, "weft: user list: ", "not trusted")
+
+    def test_local_mode_reads_what_the_hub_wrote(self):
+        self.make_alice()
+        self.assertEqual(self.hub.stop(), 0)
+        users = [u["name"] for u in self.weft_json("user", "list")]
+        self.assertEqual(users, ["alice", "root"])
+        rules = self.weft_json("rule", "list")
+        self.assertEqual([(r["subject"], r["prefix"]) for r in rules],
+                         [("user:alice", "/data/alice/")])
+        # A key made locally signs S3 requests once the hub is back.
+        self.weft("rule", "add", "user:alice", "/", "list")
+        key = self.weft_json("key", "create", "alice")
+        self.start_hub()
+        alice = self.boto3(key["access_key_id"], key["secret_access_key"])
+        self.assertEqual(alice.list_buckets()["Buckets"], [])
+
+
+if __name__ == "__main__":
+    unittest.main()

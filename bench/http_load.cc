@@ -93,8 +93,7 @@ int main(int argc, char** argv) {
       // Stagger connections evenly across one interval.
       auto offset = std::chrono::duration_cast<Clock::duration>(interval * c / connections);
       for (int i = 0; i < per_connection; ++i) {
-        auto scheduled =
-            start + offset + std::chrono::duration_cast<Clock::duration>(interval * i);
+        auto scheduled = start + offset + std::chrono::duration_cast<Clock::duration>(interval * i);
         std::this_thread::sleep_until(scheduled);
         if (write(fd, request.data(), request.size()) != static_cast<ssize_t>(request.size()) ||
             !ReadResponse(fd, buf)) {

@@ -109,9 +109,6 @@ void S3Frontend::Call::UploadPart(const std::optional<CopySource>& copy_source) 
   auto upload = FindUpload(upload_id);
   if (!upload.ok()) return SendStatus(upload.status(), Missing::kUpload);
   std::string part_path = UploadDir(upload_id) + "/" + PartName(*part);
-  auto writer = volume().OpenWriter(ctx_, part_path, WriteOptions{});
-  if (!writer.ok()) return SendStatus(writer.status());
-
   if (!copy_source) {
     if (!request_.http->content_length && !request_.http->chunked) {
       return SendError(MakeError("MissingContentLength", "You must provide the Content-Length"));
@@ -121,6 +118,10 @@ void S3Frontend::Call::UploadPart(const std::optional<CopySource>& copy_source) 
     if ((*payload)->declared_length() && *(*payload)->declared_length() > kMaxPartBytes) {
       return SendError(MakeError("EntityTooLarge", "a part may be at most 5 GiB"));
     }
+    WriteOptions opts;
+    opts.etag = (*payload)->declared_md5_hex();  // checked against the bytes before commit
+    auto writer = volume().OpenWriter(ctx_, part_path, opts);
+    if (!writer.ok()) return SendStatus(writer.status());
     Status copied = CopyPayloadInto(**writer, **payload);
     if (!copied.ok()) return SendStatus(copied);
     auto info = (*writer)->Commit();
@@ -155,6 +156,8 @@ void S3Frontend::Call::UploadPart(const std::optional<CopySource>& copy_source) 
   if (end - first > kMaxPartBytes) {
     return SendError(MakeError("EntityTooLarge", "a part may be at most 5 GiB"));
   }
+  auto writer = volume().OpenWriter(ctx_, part_path, WriteOptions{});
+  if (!writer.ok()) return SendStatus(writer.status());
   for (uint64_t offset = first; offset < end;) {
     auto data = (*reader)->ReadAt(offset, std::min<uint64_t>(1 << 20, end - offset));
     if (!data.ok()) return SendStatus(data.status());

@@ -201,13 +201,13 @@ Result<std::unique_ptr<PayloadReader>> PayloadReader::Make(const S3Request& requ
                                                            net::BodyReader& body) {
   std::unique_ptr<PayloadReader> reader(new PayloadReader());
   reader->body_ = &body;
-  reader->md5_ = std::make_unique<Md5Hasher>();
   if (auto md5 = request.Header("content-md5")) {
     auto raw = Base64Decode(*md5);
     if (!raw || raw->size() != 16) {
       return InvalidArgument("InvalidDigest: the Content-MD5 you specified is not valid");
     }
     reader->expected_md5_ = std::move(raw);
+    reader->md5_ = std::make_unique<Md5Hasher>();
   }
   if (identity.payload == PayloadMode::kSha256) {
     reader->expected_sha256_ = identity.payload_sha256;
@@ -268,7 +268,7 @@ Result<size_t> PayloadReader::Read(std::span<char> out) {
     return size_t{0};
   }
   ByteSpan bytes(reinterpret_cast<const uint8_t*>(out.data()), n);
-  md5_->Update(bytes);
+  if (md5_) md5_->Update(bytes);
   if (sha256_) sha256_->Update(bytes);
   delivered_ += n;
   if (declared_length_ && delivered_ > *declared_length_) {
@@ -283,9 +283,7 @@ Status PayloadReader::Finish() {
     return InvalidArgument("IncompleteBody: received " + std::to_string(delivered_) +
                            " bytes of a " + std::to_string(*declared_length_) + "-byte body");
   }
-  auto md5 = md5_->Finish();
-  md5_hex_ = ToHex(md5);
-  if (expected_md5_ && CRYPTO_memcmp(expected_md5_->data(), md5.data(), md5.size()) != 0) {
+  if (md5_ && CRYPTO_memcmp(expected_md5_->data(), md5_->Finish().data(), 16) != 0) {
     return InvalidArgument(
         "BadDigest: the Content-MD5 you specified did not match what we received");
   }
@@ -300,8 +298,9 @@ Status PayloadReader::Finish() {
   return OkStatus();
 }
 
-std::string PayloadReader::Md5Hex() {
-  return md5_hex_;
+std::optional<std::string> PayloadReader::declared_md5_hex() const {
+  if (!expected_md5_) return std::nullopt;
+  return ToHex(AsBytes(*expected_md5_));
 }
 
 Result<std::string> PayloadReader::ReadAll(size_t limit) {

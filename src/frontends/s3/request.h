@@ -81,8 +81,9 @@ class PayloadReader {
   Result<std::string> ReadAll(size_t limit);
   // The payload's length when known in advance (Content-Length, x-amz-decoded-content-length).
   std::optional<uint64_t> declared_length() const { return declared_length_; }
-  // Hex MD5 of the payload read so far (complete once Read returned 0).
-  std::string Md5Hex();
+  // The payload's MD5 as the client declared it (Content-MD5), hex; once Read returned 0 the
+  // payload is known to match it, so it can be the ETag without hashing the bytes twice.
+  std::optional<std::string> declared_md5_hex() const;
 
  private:
   PayloadReader() = default;
@@ -98,8 +99,7 @@ class PayloadReader {
   std::unique_ptr<Sha256Hasher> sha256_;
   // Content-MD5 (base64 in the header, raw here)
   std::optional<std::string> expected_md5_;
-  std::unique_ptr<Md5Hasher> md5_;
-  std::string md5_hex_;
+  std::unique_ptr<Md5Hasher> md5_;  // only with Content-MD5
   // aws-chunked bodies
   std::unique_ptr<AwsChunkedDecoder> chunked_;
 };

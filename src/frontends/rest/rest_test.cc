@@ -11,6 +11,7 @@
 #include "chunk/mem_chunk_store.h"
 #include "frontends/rest/rest_frontend.h"
 #include "meta/kv_store.h"
+#include "net/test_http.h"
 #include "vfs/local_volume.h"
 
 namespace weft::rest {
@@ -21,48 +22,6 @@ using nlohmann::json;
 constexpr int64_t kSecond = 1'000'000'000;
 constexpr char kRootKey[] = "ROOTACCESSKEY0000000";
 constexpr char kRootSecret[] = "rootsecret";
-
-class StringBody : public net::BodyReader {
- public:
-  explicit StringBody(std::string data) : data_(std::move(data)) {}
-  Result<size_t> Read(std::span<char> out) override {
-    size_t n = std::min(out.size(), data_.size() - pos_);
-    std::memcpy(out.data(), data_.data() + pos_, n);
-    pos_ += n;
-    return n;
-  }
-  uint64_t bytes_read() const override { return pos_; }
-
- private:
-  std::string data_;
-  size_t pos_ = 0;
-};
-
-class StringResponse : public net::ResponseWriter {
- public:
-  Status Start(int status, const std::vector<net::HttpHeader>& headers,
-               std::optional<uint64_t>) override {
-    status_ = status;
-    for (const auto& h : headers) {
-      std::string name = h.name;
-      for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      headers_[name] = h.value;
-    }
-    started_ = true;
-    return OkStatus();
-  }
-  Status Write(std::string_view data) override {
-    body_ += data;
-    return OkStatus();
-  }
-  Status Finish() override { return OkStatus(); }
-  bool started() const override { return started_; }
-
-  int status_ = 0;
-  std::map<std::string, std::string> headers_;
-  std::string body_;
-  bool started_ = false;
-};
 
 struct Reply {
   int status = 0;
@@ -99,8 +58,8 @@ class RestTest : public ::testing::Test {
     http.query = q == std::string::npos ? "" : http.target.substr(q + 1);
     if (!body.empty()) http.content_length = body.size();
     if (!token.empty()) http.headers.push_back({"Authorization", "Bearer " + token});
-    StringBody reader(body);
-    StringResponse response;
+    net::StringBodyReader reader(body);
+    net::RecordingResponseWriter response;
     frontend_->Handle(http, reader, response);
     EXPECT_TRUE(response.started_);
     Reply reply{response.status_, response.headers_, nullptr};
@@ -207,8 +166,8 @@ TEST_F(RestTest, EverythingElseNeedsAValidToken) {
   http.method = "GET";
   http.path = http.target = std::string(kApiPrefix) + "whoami";
   http.headers.push_back({"Authorization", "Basic cm9vdDpyb290"});
-  StringBody body("");
-  StringResponse response;
+  net::StringBodyReader body("");
+  net::RecordingResponseWriter response;
   frontend_->Handle(http, body, response);
   EXPECT_EQ(response.status_, 401);
 }
@@ -453,7 +412,7 @@ TEST_F(RestTest, MalformedRequestsAreClearErrors) {
 }
 
 TEST_F(RestTest, ProtocolErrorsAreJson) {
-  StringResponse response;
+  net::RecordingResponseWriter response;
   frontend_->HandleProtocolError(400, "BadRequest", "bad head", response);
   EXPECT_EQ(response.status_, 400);
   json body = json::parse(response.body_);

@@ -19,54 +19,13 @@
 #include "frontends/s3/xml.h"
 #include "io/mem_file_system.h"
 #include "meta/kv_store.h"
+#include "net/test_http.h"
 #include "vfs/local_volume.h"
 
 namespace weft::s3 {
 namespace {
 
 constexpr int64_t kNow = 1'780'000'000;  // seconds; 2026-05-28
-
-class StringBody : public net::BodyReader {
- public:
-  explicit StringBody(std::string data) : data_(std::move(data)) {}
-  Result<size_t> Read(std::span<char> out) override {
-    size_t n = std::min(out.size(), data_.size() - pos_);
-    std::memcpy(out.data(), data_.data() + pos_, n);
-    pos_ += n;
-    return n;
-  }
-  uint64_t bytes_read() const override { return pos_; }
-
- private:
-  std::string data_;
-  size_t pos_ = 0;
-};
-
-class StringResponse : public net::ResponseWriter {
- public:
-  Status Start(int status, const std::vector<net::HttpHeader>& headers,
-               std::optional<uint64_t>) override {
-    status_ = status;
-    for (const auto& h : headers) {
-      std::string name = h.name;
-      for (char& c : name) c = static_cast<char>(std::tolower(c));
-      headers_[name] = h.value;
-    }
-    started_ = true;
-    return OkStatus();
-  }
-  Status Write(std::string_view data) override {
-    body_ += data;
-    return OkStatus();
-  }
-  Status Finish() override { return OkStatus(); }
-  bool started() const override { return started_; }
-
-  int status_ = 0;
-  std::map<std::string, std::string> headers_;
-  std::string body_;
-  bool started_ = false;
-};
 
 struct Reply {
   int status;
@@ -151,8 +110,8 @@ class S3Test : public ::testing::Test {
         http.content_length = body.size();
       }
     }
-    StringBody reader(body);
-    StringResponse response;
+    net::StringBodyReader reader(body);
+    net::RecordingResponseWriter response;
     frontend_->Handle(http, reader, response);
     return Reply{response.status_, response.headers_, response.body_};
   }

@@ -1,0 +1,59 @@
+// In-memory fakes of a request body and a response for unit tests of HTTP front ends (S3,
+// REST) that call HttpHandler::Handle directly, without sockets. One test thread at a time.
+#pragma once
+
+#include <algorithm>
+#include <cctype>
+#include <cstring>
+#include <map>
+#include <string>
+
+#include "net/http_server.h"
+
+namespace weft::net {
+
+// A request body held in a string.
+class StringBodyReader : public BodyReader {
+ public:
+  explicit StringBodyReader(std::string data) : data_(std::move(data)) {}
+  Result<size_t> Read(std::span<char> out) override {
+    size_t n = std::min(out.size(), data_.size() - pos_);
+    std::memcpy(out.data(), data_.data() + pos_, n);
+    pos_ += n;
+    return n;
+  }
+  uint64_t bytes_read() const override { return pos_; }
+
+ private:
+  std::string data_;
+  size_t pos_ = 0;
+};
+
+// Records the response: status, headers (names lower-cased) and body.
+class RecordingResponseWriter : public ResponseWriter {
+ public:
+  Status Start(int status, const std::vector<HttpHeader>& headers,
+               std::optional<uint64_t>) override {
+    status_ = status;
+    for (const auto& h : headers) {
+      std::string name = h.name;
+      for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      headers_[name] = h.value;
+    }
+    started_ = true;
+    return OkStatus();
+  }
+  Status Write(std::string_view data) override {
+    body_ += data;
+    return OkStatus();
+  }
+  Status Finish() override { return OkStatus(); }
+  bool started() const override { return started_; }
+
+  int status_ = 0;
+  std::map<std::string, std::string> headers_;
+  std::string body_;
+  bool started_ = false;
+};
+
+}  // namespace weft::net

@@ -72,7 +72,8 @@ int main(int argc, char** argv) {
   }
   const char* host = argv[1];
   int port = atoi(argv[2]);
-  std::string request = std::string("GET ") + argv[3] + " HTTP/1.1\r\nHost: " + host + "\r\n\r\n";
+  std::string request =
+      std::string("GET ") + argv[3] + " HTTP/1.1\r\nHost: " + host + ":" + argv[2] + "\r\n\r\n";
   double rate = atof(argv[4]);
   int connections = atoi(argv[5]);
   double seconds = atof(argv[6]);

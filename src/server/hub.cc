@@ -106,8 +106,11 @@ Status RunHub(const HubOptions& options, FILE* out) {
   Router router(&s3, &rest, [&volume] { return CapacityMetrics(*volume); });
   WEFT_ASSIGN_OR_RETURN(std::unique_ptr<net::HttpServer> server,
                         net::HttpServer::Start(http, &router));
-  std::fprintf(out, "weft: serving S3 at %s (data %s)\n", server->url().c_str(),
-               options.data_dir.c_str());
+  std::fprintf(out,
+               "weft: serving S3 at %s (data %s)\n"
+               "weft: REST API at %s/_weft/api/v1/, metrics at %s/_weft/metrics\n",
+               server->url().c_str(), options.data_dir.c_str(), server->url().c_str(),
+               server->url().c_str());
   std::fflush(out);
 
   int signal_number = 0;

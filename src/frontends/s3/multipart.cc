@@ -22,7 +22,7 @@ constexpr int64_t kMaxParts = 10000;
 constexpr size_t kMaxXmlBody = 2 << 20;
 
 std::string PartName(int64_t part) {
-  char name[16];
+  char name[32];
   snprintf(name, sizeof name, "%05lld", static_cast<long long>(part));
   return name;
 }

@@ -506,6 +506,13 @@ class KvIdentityStore final : public IdentityStore {
   mutable std::shared_mutex cache_mu_;
   std::map<std::string, User, std::less<>> users_;  // GUARDED_BY(cache_mu_), not root
   std::map<uint64_t, CachedRule> rules_;            // GUARDED_BY(cache_mu_), by rule number
+  // Decrypted keys by id: every signed request looks its key up, and a KV read plus an AES-GCM
+  // open per request is measurable. Cleared by every key or user mutation; bounded.
+  std::map<std::string, AccessKey, std::less<>> keys_;  // GUARDED_BY(cache_mu_)
+  // Bumped with every clear, so a lookup that read the KvStore before a concurrent delete does
+  // not put the deleted key back.
+  uint64_t keys_generation_ = 0;  // GUARDED_BY(cache_mu_)
+  static constexpr size_t kMaxCachedKeys = 10000;
 };
 
 Status KvIdentityStore::Load() {
@@ -643,6 +650,8 @@ Status KvIdentityStore::DeleteUser(std::string_view name) {
   std::unique_lock lock(cache_mu_);
   users_.erase(users_.find(name));
   for (uint64_t n : dropped_rules) rules_.erase(n);
+  keys_.clear();
+  keys_generation_++;
   return OkStatus();
 }
 
@@ -668,6 +677,11 @@ Result<AccessKey> KvIdentityStore::PutKey(std::string_view user, std::string_vie
   WriteBatch batch;
   batch.Put(AccessKeyKey(id), EncodeKey(record));
   WEFT_RETURN_IF_ERROR(kv_->Write(batch));
+  {
+    std::unique_lock lock(cache_mu_);
+    keys_.clear();
+    keys_generation_++;
+  }
   return AccessKey{std::string(id), std::string(secret), std::string(user), created_ns};
 }
 
@@ -725,7 +739,11 @@ Status KvIdentityStore::DeleteKey(std::string_view access_key_id) {
   }
   WriteBatch batch;
   batch.Delete(key);
-  return kv_->Write(batch);
+  WEFT_RETURN_IF_ERROR(kv_->Write(batch));
+  std::unique_lock lock(cache_mu_);
+  keys_.clear();
+  keys_generation_++;
+  return OkStatus();
 }
 
 Result<AccessKey> KvIdentityStore::LookupKey(std::string_view access_key_id) {
@@ -733,6 +751,12 @@ Result<AccessKey> KvIdentityStore::LookupKey(std::string_view access_key_id) {
     return NotFound("access key " + std::string(access_key_id.substr(0, 140)) + " does not exist");
   };
   if (access_key_id.empty() || access_key_id.size() > kMaxKeyIdBytes) return not_found();
+  uint64_t generation = 0;
+  {
+    std::shared_lock lock(cache_mu_);
+    if (auto it = keys_.find(access_key_id); it != keys_.end()) return it->second;
+    generation = keys_generation_;
+  }
   const std::string key = AccessKeyKey(access_key_id);
   WEFT_ASSIGN_OR_RETURN(std::optional<std::string> value, kv_->Get(key));
   if (!value) return not_found();
@@ -743,8 +767,13 @@ Result<AccessKey> KvIdentityStore::LookupKey(std::string_view access_key_id) {
     return Corruption("access key " + std::string(access_key_id) +
                       ": secret does not decrypt (wrong server key?)");
   }
-  return AccessKey{std::string(access_key_id), std::move(*secret), std::move(record.user),
-                   record.created_ns};
+  AccessKey found{std::string(access_key_id), std::move(*secret), std::move(record.user),
+                  record.created_ns};
+  std::unique_lock lock(cache_mu_);
+  if (generation != keys_generation_) return found;  // changed meanwhile: do not cache
+  if (keys_.size() >= kMaxCachedKeys) keys_.clear();
+  keys_.emplace(found.access_key_id, found);
+  return found;
 }
 
 // ---- Rules ----

@@ -684,5 +684,22 @@ TEST(ServerKeyTest, PosixFileIsPrivate) {
   ::rmdir(dir.c_str());
 }
 
+// LookupKey keeps decrypted keys in memory; every mutation must be seen at once.
+TEST_F(IdentityStoreTest, KeyCacheFollowsMutations) {
+  ASSERT_TRUE(store_->CreateUser("carol", {}).ok());
+  auto key = store_->ImportKey("carol", "CAROLKEY000000000001", "first-secret");
+  ASSERT_TRUE(key.ok());
+  ASSERT_EQ(store_->LookupKey("CAROLKEY000000000001")->secret_key, "first-secret");
+  ASSERT_TRUE(store_->ImportKey("carol", "CAROLKEY000000000001", "second-secret").ok());
+  EXPECT_EQ(store_->LookupKey("CAROLKEY000000000001")->secret_key, "second-secret");
+  ASSERT_TRUE(store_->DeleteKey("CAROLKEY000000000001").ok());
+  EXPECT_EQ(store_->LookupKey("CAROLKEY000000000001").status().code(), StatusCode::kNotFound);
+  auto other = store_->CreateKey("carol");
+  ASSERT_TRUE(other.ok());
+  ASSERT_TRUE(store_->LookupKey(other->access_key_id).ok());
+  ASSERT_TRUE(store_->DeleteUser("carol").ok());
+  EXPECT_EQ(store_->LookupKey(other->access_key_id).status().code(), StatusCode::kNotFound);
+}
+
 }  // namespace
 }  // namespace weft::auth

@@ -833,9 +833,11 @@ Status PackChunkStore::Verify(std::vector<ChunkProblem>* problems) {
                Corruption(name + ": truncated pack: the file has " + std::to_string(file_size) +
                           " bytes, the index covers " + std::to_string(info.on_disk))});
         }
+        // A copy: clang before 16 cannot capture a structured binding.
+        const auto id = pack_id;
         Result<std::string> header = [&]() -> Result<std::string> {
           WEFT_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> f,
-                                fs_->NewRandomAccessFile(PackPath(pack_id)));
+                                fs_->NewRandomAccessFile(PackPath(id)));
           std::string buf(kPackHeaderSize, '\0');
           WEFT_ASSIGN_OR_RETURN(std::string_view got, f->ReadAt(0, buf.size(), buf.data()));
           return std::string(got);

@@ -4,7 +4,6 @@
 // are caught where the server calls them.
 #include "net/http_server.h"
 
-#include <poll.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -315,14 +314,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
  private:
   tcp::socket& socket() { return tls_ ? tls_->next_layer() : *plain_; }
   void ReadHead();
-  void PrepareParser();
   void OnHead(const error_code& ec);
-  // Worker thread: serves the request whose head was read, then as long as the client keeps
-  // sending, the next ones; finally hands the connection back to the io thread or closes it.
-  void ServeLoop(int status, std::string_view code, std::string message);
-  bool ServeRequest();  // returns whether the connection may stay open
+  void ServeRequest();
   void ServeProtocolError(int status, std::string_view code, std::string_view message);
-  bool NextRequestArrivesSoon();
+  void EndRequest(bool keep_alive);
   void LingerClose();
   void LingerRead(std::shared_ptr<std::vector<char>> scratch);
   void Close();
@@ -599,17 +594,13 @@ void Connection::Begin() {
   });
 }
 
-void Connection::PrepareParser() {
+void Connection::ReadHead() {
   parser_.emplace();
   parser_->header_limit(static_cast<uint32_t>(
       std::min<size_t>(server_.options().max_header_bytes, std::numeric_limits<uint32_t>::max())));
   // Unlimited (the body is streamed). Not boost::none: Beast 1.74 compares the content length
   // against the optional and rejects every body when it is empty.
   parser_->body_limit(std::numeric_limits<uint64_t>::max());
-}
-
-void Connection::ReadHead() {
-  PrepareParser();
   if (buffer_.size() == 0) buffer_.shrink_to_fit();  // idle connections hold no buffer
   deadline_ = NowNs() + server_.idle_ns();
   auto done = [self = shared_from_this()](error_code ec, size_t) { self->OnHead(ec); };
@@ -620,80 +611,36 @@ void Connection::ReadHead() {
   }
 }
 
-// Sorts a head-read outcome: 0 for a request to serve, a 400 with its code for a head the
-// front end must answer with an error, or -1 when the connection is over.
-namespace {
-int ClassifyHead(const error_code& ec, std::string_view* code) {
-  if (ec == http::error::header_limit) {
-    *code = "RequestHeaderSectionTooLarge";
-    return 400;
-  }
-  if (ec && ec.category() == http::make_error_code(http::error::bad_method).category() &&
-      ec != http::error::end_of_stream && ec != http::error::partial_message) {
-    *code = "BadRequest";
-    return 400;
-  }
-  return ec ? -1 : 0;  // -1: the peer went away, timed out, or shutdown closed us
-}
-}  // namespace
-
 void Connection::OnHead(const error_code& ec) {
   deadline_ = kNoDeadline;
+  int status = 0;
   std::string_view code;
-  const int status = ClassifyHead(ec, &code);
-  if (status < 0) return Close();
+  if (ec == http::error::header_limit) {
+    status = 400;
+    code = "RequestHeaderSectionTooLarge";
+  } else if (ec && ec.category() == http::make_error_code(http::error::bad_method).category() &&
+             ec != http::error::end_of_stream && ec != http::error::partial_message) {
+    status = 400;
+    code = "BadRequest";
+  } else if (ec) {
+    return Close();  // the peer went away, timed out, or shutdown closed us
+  }
   if (!server_.BeginRequest(this)) return Close();
-  std::string message;
+  auto self = shared_from_this();
   if (status != 0) {
-    message = ec == http::error::header_limit
-                  ? "the request head is larger than " +
-                        std::to_string(server_.options().max_header_bytes) + " bytes"
-                  : "malformed request: " + ec.message();
-  }
-  server_.Dispatch([self = shared_from_this(), status, code, message = std::move(message)] {
-    self->ServeLoop(status, code, message);
-  });
-}
-
-// A keep-alive client usually sends its next request within microseconds of our response.
-// Waiting that long on this worker and reading the head here saves the two thread handoffs
-// (worker -> io thread -> worker) a request would otherwise cost; a quiet connection goes back
-// to the io thread, where idling costs no thread. TLS connections always go back (their
-// readability is not the socket's).
-bool Connection::NextRequestArrivesSoon() {
-  if (tls_) return false;
-  if (buffer_.size() > 0) return true;  // pipelined bytes already here
-  pollfd p{fd_, POLLIN, 0};
-  const timespec wait{0, 200'000};  // 200 us
-  return ::ppoll(&p, 1, &wait, nullptr) == 1 && (p.revents & POLLIN) != 0;
-}
-
-void Connection::ServeLoop(int status, std::string_view code, std::string message) {
-  while (true) {
-    if (status != 0) {
-      ServeProtocolError(status, code, message);
-      (void)server_.EndRequest(this, false);
-      return LingerClose();
-    }
-    if (!server_.EndRequest(this, ServeRequest())) return LingerClose();
-    if (!NextRequestArrivesSoon()) return ReadHead();
-    PrepareParser();
-    error_code ec;
-    deadline_ = NowNs() + server_.idle_ns();
-    http::read_header(*plain_, buffer_, *parser_, ec);
-    deadline_ = kNoDeadline;
-    status = ClassifyHead(ec, &code);
-    if (status < 0 || !server_.BeginRequest(this)) return Close();
-    if (status != 0) {
-      message = ec == http::error::header_limit
-                    ? "the request head is larger than " +
-                          std::to_string(server_.options().max_header_bytes) + " bytes"
-                    : "malformed request: " + ec.message();
-    }
+    const std::string message = ec == http::error::header_limit
+                                    ? "the request head is larger than " +
+                                          std::to_string(server_.options().max_header_bytes) +
+                                          " bytes"
+                                    : "malformed request: " + ec.message();
+    server_.Dispatch(
+        [self, status, code, message] { self->ServeProtocolError(status, code, message); });
+  } else {
+    server_.Dispatch([self] { self->ServeRequest(); });
   }
 }
 
-bool Connection::ServeRequest() {
+void Connection::ServeRequest() {
   HttpRequest& request = parser_->request;
   const size_t q = request.target.find('?');
   request.path = request.target.substr(0, q);
@@ -706,9 +653,8 @@ bool Connection::ServeRequest() {
   // Beast frames only "chunked" as the last coding; anything else we cannot decode.
   if (const auto te = request.Header("Transfer-Encoding");
       te && !(request.chunked && IEquals(Trim(*te), "chunked"))) {
-    ServeProtocolError(501, "NotImplemented",
-                       "Transfer-Encoding '" + std::string(*te) + "' is not supported");
-    return false;
+    return ServeProtocolError(501, "NotImplemented",
+                              "Transfer-Encoding '" + std::string(*te) + "' is not supported");
   }
   const bool http10 = parser_->version < 11;
   const auto expect = request.Header("Expect");
@@ -728,7 +674,7 @@ bool Connection::ServeRequest() {
   if (!response.started()) (void)response.Send(500, {}, "");
   bool keep_alive = !threw && response.Complete() && !response.close();
   if (keep_alive && !body.done()) keep_alive = body.Drain(kDrainLimit);
-  return keep_alive;
+  EndRequest(keep_alive);
 }
 
 void Connection::ServeProtocolError(int status, std::string_view code, std::string_view message) {
@@ -739,6 +685,15 @@ void Connection::ServeProtocolError(int status, std::string_view code, std::stri
   }
   if (!response.started()) (void)response.Send(status, {{"Content-Type", "text/plain"}}, message);
   (void)response.Complete();
+  EndRequest(false);
+}
+
+void Connection::EndRequest(bool keep_alive) {
+  if (server_.EndRequest(this, keep_alive)) {
+    ReadHead();
+  } else {
+    LingerClose();
+  }
 }
 
 void Connection::LingerClose() {

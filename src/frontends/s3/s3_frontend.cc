@@ -453,7 +453,9 @@ Result<Attributes> S3Frontend::Call::AttributesFromHeaders() {
 }
 
 Status S3Frontend::Call::CopyPayloadInto(FileWriter& writer, PayloadReader& payload) {
-  std::string buf(kIoBytes, '\0');
+  // Small objects are the common case: no 1 MiB zero-filled buffer for a 4 KiB PUT.
+  std::string buf(std::clamp<uint64_t>(payload.declared_length().value_or(kIoBytes), 1, kIoBytes),
+                  '\0');
   while (true) {
     auto n = payload.Read(std::span<char>(buf.data(), buf.size()));
     if (!n.ok()) {
@@ -1125,8 +1127,15 @@ void S3Frontend::Call::GetObject(bool head) {
             {"response-content-disposition", "Content-Disposition"},
             {"response-content-encoding", "Content-Encoding"}}}) {
     if (auto value = request_.Query(param)) {
-      std::erase_if(headers,
-                    [&](const net::HttpHeader& h) { return Lower(h.name) == Lower(header); });
+      // Decoded from the query: it could carry CR/LF and forge headers.
+      if (std::any_of(value->begin(), value->end(),
+                      [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; })) {
+        return SendError(MakeError("InvalidArgument",
+                                   std::string(param) + " may not contain control characters"));
+      }
+      std::erase_if(headers, [&, name = header](const net::HttpHeader& h) {
+        return Lower(h.name) == Lower(name);
+      });
       headers.push_back({std::string(header), *value});
     }
   }

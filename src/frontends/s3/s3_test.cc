@@ -217,6 +217,12 @@ TEST_F(S3Test, PutGetRoundTripWithMetadataAndRanges) {
   EXPECT_EQ(Send("GET", "/data/dir/obj.txt", "", {{"If-None-Match", etag}}).status, 304);
   EXPECT_EQ(Send("GET", "/data/dir/obj.txt", "", {{"If-Match", "\"nope\""}}).status, 412);
   EXPECT_EQ(Send("HEAD", "/data/dir/obj.txt").headers["content-type"], "text/plain");
+  EXPECT_EQ(Send("GET", "/data/dir/obj.txt?response-content-type=a%2Fb").headers["content-type"],
+            "a/b");
+  // A response-* value that would forge a header is refused (found by fuzz_s3_request).
+  Reply forged = Send("GET", "/data/dir/obj.txt?response-content-type=a%0D%0ASet-Cookie%3A%20x");
+  EXPECT_EQ(forged.status, 400);
+  EXPECT_TRUE(forged.HasCode("InvalidArgument"));
   EXPECT_TRUE(Send("GET", "/data/missing").HasCode("NoSuchKey"));
   EXPECT_TRUE(Send("GET", "/nobucket/x").HasCode("NoSuchBucket"));
   // A key below an object conflicts.

@@ -5,8 +5,8 @@
 set -euo pipefail
 
 PACKAGES=(
-  # build
-  build-essential cmake ninja-build pkg-config clang-format
+  # build; clang and its libFuzzer runtime for the fuzz preset (scripts/fuzz.sh)
+  build-essential cmake ninja-build pkg-config clang-format clang libclang-rt-14-dev
   # libraries
   libssl-dev libzstd-dev librocksdb-dev libxxhash-dev libcli11-dev nlohmann-json3-dev
   libspdlog-dev libboost-dev libboost-system-dev libpugixml-dev zlib1g-dev

@@ -52,8 +52,6 @@ constexpr uint8_t kAllPermissions = kRead | kWrite | kList | kAdmin;
 
 constexpr std::string_view kTokenPrefix = "wt1.";
 constexpr std::string_view kUpperAlnum = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-constexpr std::string_view kBase64Url =
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 constexpr std::string_view kSecretAlphabet =
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
@@ -278,43 +276,6 @@ std::string SecretAad(std::string_view access_key_id, std::string_view user) {
   return aad;
 }
 
-std::string Base64UrlEncode(std::string_view in) {
-  std::string out;
-  out.reserve((in.size() + 2) / 3 * 4);
-  uint32_t acc = 0;
-  int bits = 0;
-  for (unsigned char c : in) {
-    acc = (acc << 8) | c;
-    bits += 8;
-    while (bits >= 6) {
-      bits -= 6;
-      out.push_back(kBase64Url[(acc >> bits) & 63]);
-    }
-  }
-  if (bits > 0) out.push_back(kBase64Url[(acc << (6 - bits)) & 63]);
-  return out;
-}
-
-// Unpadded base64url; rejects foreign characters and non-zero leftover bits, so each byte
-// string has exactly one accepted encoding.
-std::optional<std::string> Base64UrlDecode(std::string_view in) {
-  std::string out;
-  uint32_t acc = 0;
-  int bits = 0;
-  for (char c : in) {
-    const size_t v = kBase64Url.find(c);
-    if (v == std::string_view::npos) return std::nullopt;
-    acc = (acc << 6) | static_cast<uint32_t>(v);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out.push_back(static_cast<char>((acc >> bits) & 0xff));
-    }
-  }
-  if (bits >= 6 || (acc & ((1u << bits) - 1)) != 0) return std::nullopt;
-  return out;
-}
-
 // ---- Records -----------------------------------------------------------------------------
 
 std::string UserKey(std::string_view name) {
@@ -338,15 +299,6 @@ Status Malformed(std::string_view what, std::string_view key) {
                     "' in the identity store");
 }
 
-void PutSigned(std::string* out, int64_t v) {
-  PutVarint64(out, static_cast<uint64_t>(v));
-}
-bool GetSigned(ByteReader* r, int64_t* v) {
-  uint64_t u = 0;
-  if (!r->GetVarint64(&u)) return false;
-  *v = static_cast<int64_t>(u);
-  return true;
-}
 bool GetCodec(ByteReader* r) {
   uint8_t c = 0;
   return r->GetByte(&c) && c == kCodec;
@@ -354,7 +306,7 @@ bool GetCodec(ByteReader* r) {
 
 std::string EncodeUser(const User& user) {
   std::string out(1, static_cast<char>(kCodec));
-  PutSigned(&out, user.created_ns);
+  PutSignedVarint64(&out, user.created_ns);
   PutVarint64(&out, user.groups.size());
   for (const std::string& g : user.groups) PutLengthPrefixed(&out, g);
   return out;
@@ -366,7 +318,8 @@ Result<User> DecodeUser(std::string_view key, std::string_view value) {
   ByteReader r(value);
   uint64_t n = 0;
   if (!IsValidName(user.name) || user.name == kRootUser || user.name == kAnonymous ||
-      !GetCodec(&r) || !GetSigned(&r, &user.created_ns) || !r.GetVarint64(&n) || n > kMaxGroups) {
+      !GetCodec(&r) || !r.GetSignedVarint64(&user.created_ns) || !r.GetVarint64(&n) ||
+      n > kMaxGroups) {
     return Malformed("user", key);
   }
   for (uint64_t i = 0; i < n; ++i) {
@@ -391,7 +344,7 @@ struct KeyRecord {
 std::string EncodeKey(const KeyRecord& k) {
   std::string out(1, static_cast<char>(kCodec));
   PutLengthPrefixed(&out, k.user);
-  PutSigned(&out, k.created_ns);
+  PutSignedVarint64(&out, k.created_ns);
   PutLengthPrefixed(&out, k.sealed_secret);
   return out;
 }
@@ -400,7 +353,7 @@ Result<KeyRecord> DecodeKey(std::string_view key, std::string_view value) {
   KeyRecord k;
   ByteReader r(value);
   std::string_view user, sealed;
-  if (!GetCodec(&r) || !r.GetLengthPrefixed(&user) || !GetSigned(&r, &k.created_ns) ||
+  if (!GetCodec(&r) || !r.GetLengthPrefixed(&user) || !r.GetSignedVarint64(&k.created_ns) ||
       !r.GetLengthPrefixed(&sealed) || !r.empty() || !IsValidName(user) ||
       sealed.size() < kNonceBytes + kTagBytes) {
     return Malformed("access key", key);
@@ -840,9 +793,9 @@ Result<BearerToken> KvIdentityStore::IssueToken(std::string_view user, int64_t t
       ttl_ns > INT64_MAX - now ? INT64_MAX : now + ttl_ns;  // saturate instead of wrapping
   const std::string payload = TokenPayload(user, expires, *created);
   std::string token(kTokenPrefix);
-  token += Base64UrlEncode(payload);
+  token += Base64Encode(payload, /*url=*/true);
   token += '.';
-  token += Base64UrlEncode(sigv4::HmacSha256(token_key_, payload));
+  token += Base64Encode(sigv4::HmacSha256(token_key_, payload), /*url=*/true);
   return BearerToken{std::move(token), std::string(user), expires};
 }
 
@@ -856,8 +809,8 @@ Result<std::string> KvIdentityStore::VerifyToken(std::string_view token) {
   const std::string_view body = token.substr(kTokenPrefix.size());
   const size_t dot = body.find('.');
   if (dot == std::string_view::npos) return denied("is malformed");
-  const std::optional<std::string> payload = Base64UrlDecode(body.substr(0, dot));
-  const std::optional<std::string> mac = Base64UrlDecode(body.substr(dot + 1));
+  const std::optional<std::string> payload = Base64Decode(body.substr(0, dot), /*url=*/true);
+  const std::optional<std::string> mac = Base64Decode(body.substr(dot + 1), /*url=*/true);
   if (!payload || !mac || mac->size() != kMacBytes) return denied("is malformed");
   const std::string expected = sigv4::HmacSha256(token_key_, *payload);
   if (CRYPTO_memcmp(expected.data(), mac->data(), kMacBytes) != 0) {

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <utility>
 
+#include "base/ascii.h"
 #include "base/bytes.h"
 
 namespace weft::sigv4 {
@@ -39,16 +40,6 @@ int HexValue(char c) {
 
 bool IsLowerHex64(std::string_view s) {
   return s.size() == 64 && std::all_of(s.begin(), s.end(), IsLowerHex);
-}
-
-char ToLower(char c) {
-  return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
-}
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = ToLower(c);
-  return out;
 }
 
 // A lower-case HTTP header name as it may appear in SignedHeaders.
@@ -213,7 +204,7 @@ bool ConstantTimeEqual(std::string_view a, std::string_view b) {
 // Values of every header named `lower_name` (case-insensitively), joined with ','.
 std::optional<std::string_view> FindHeader(const Request& request, std::string_view lower_name) {
   for (const Header& h : request.headers) {
-    if (h.name.size() == lower_name.size() && Lower(h.name) == lower_name) return h.value;
+    if (h.name.size() == lower_name.size() && EqualsIgnoreCase(h.name, lower_name)) return h.value;
   }
   return std::nullopt;
 }
@@ -346,7 +337,7 @@ Result<std::string> CanonicalRequest(const Request& request,
   // costs less than building a map.
   std::vector<std::string> lower_names;
   lower_names.reserve(request.headers.size());
-  for (const Header& h : request.headers) lower_names.push_back(Lower(h.name));
+  for (const Header& h : request.headers) lower_names.push_back(AsciiLower(h.name));
 
   std::string out = request.method;
   out.push_back('\n');
@@ -580,7 +571,7 @@ Status VerifyRequest(const ParsedAuth& auth, const Request& request, std::string
   // Every x-amz-* header the request carries must be signed, so nobody can add one to a
   // captured request; a date header used for the request time must be signed too.
   for (const Header& h : request.headers) {
-    const std::string name = Lower(h.name);
+    const std::string name = AsciiLower(h.name);
     if (name.rfind("x-amz-", 0) != 0) continue;
     if (!std::binary_search(auth.signed_headers.begin(), auth.signed_headers.end(), name)) {
       return PermissionDenied("AccessDenied: header " + name.substr(0, 64) +

@@ -143,4 +143,69 @@ std::string HumanBytes(uint64_t bytes) {
   return buf;
 }
 
+void PutSignedVarint64(std::string* out, int64_t v) {
+  PutVarint64(out, static_cast<uint64_t>(v));
+}
+
+bool ByteReader::GetSignedVarint64(int64_t* v) {
+  uint64_t u = 0;
+  if (!GetVarint64(&u)) return false;
+  *v = static_cast<int64_t>(u);
+  return true;
+}
+
+namespace {
+constexpr std::string_view kBase64 =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+constexpr std::string_view kBase64Url =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+}  // namespace
+
+std::string Base64Encode(std::string_view bytes, bool url) {
+  const std::string_view alphabet = url ? kBase64Url : kBase64;
+  std::string out;
+  out.reserve((bytes.size() + 2) / 3 * 4);
+  uint32_t acc = 0;
+  int bits = 0;
+  for (unsigned char c : bytes) {
+    acc = (acc << 8) | c;
+    bits += 8;
+    while (bits >= 6) {
+      bits -= 6;
+      out.push_back(alphabet[(acc >> bits) & 63]);
+    }
+  }
+  if (bits > 0) out.push_back(alphabet[(acc << (6 - bits)) & 63]);
+  if (!url) out.append((4 - out.size() % 4) % 4, '=');
+  return out;
+}
+
+std::optional<std::string> Base64Decode(std::string_view text, bool url) {
+  const std::string_view alphabet = url ? kBase64Url : kBase64;
+  if (!url) {
+    if (text.size() % 4 != 0) return std::nullopt;
+    size_t padding = 0;
+    while (padding < 2 && padding < text.size() && text[text.size() - 1 - padding] == '=') {
+      ++padding;
+    }
+    text.remove_suffix(padding);
+  }
+  std::string out;
+  out.reserve(text.size() * 3 / 4);
+  uint32_t acc = 0;
+  int bits = 0;
+  for (char c : text) {
+    const size_t v = alphabet.find(c);
+    if (v == std::string_view::npos) return std::nullopt;
+    acc = (acc << 6) | static_cast<uint32_t>(v);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out.push_back(static_cast<char>((acc >> bits) & 0xff));
+    }
+  }
+  if (bits >= 6 || (acc & ((1u << bits) - 1)) != 0) return std::nullopt;
+  return out;
+}
+
 }  // namespace weft

@@ -43,5 +43,41 @@ TEST(BytesTest, HumanBytes) {
   EXPECT_EQ(HumanBytes(1536), "1.5 KiB");
 }
 
+TEST(BytesTest, SignedVarint) {
+  std::string out;
+  for (int64_t v : {int64_t{0}, int64_t{-1}, int64_t{1'700'000'000'000'000'000}, INT64_MIN}) {
+    out.clear();
+    PutSignedVarint64(&out, v);
+    ByteReader r(out);
+    int64_t got = 7;
+    ASSERT_TRUE(r.GetSignedVarint64(&got));
+    EXPECT_EQ(got, v);
+    EXPECT_TRUE(r.empty());
+  }
+}
+
+// RFC 4648 §10 test vectors, both alphabets, and strict decoding.
+TEST(BytesTest, Base64) {
+  const char* vectors[][2] = {{"", ""},
+                              {"f", "Zg=="},
+                              {"fo", "Zm8="},
+                              {"foo", "Zm9v"},
+                              {"foob", "Zm9vYg=="},
+                              {"fooba", "Zm9vYmE="},
+                              {"foobar", "Zm9vYmFy"}};
+  for (auto& [plain, encoded] : vectors) {
+    EXPECT_EQ(Base64Encode(plain), encoded);
+    EXPECT_EQ(Base64Decode(encoded), plain);
+  }
+  EXPECT_EQ(Base64Encode("\xfb\xff", /*url=*/true), "-_8");
+  EXPECT_EQ(Base64Decode("-_8", /*url=*/true), "\xfb\xff");
+  EXPECT_EQ(Base64Encode("\xfb\xff"), "+/8=");
+  for (const char* bad : {"Zg=", "Zg", "Zh==", "Z===", "Zm9v!A==", "-_8="}) {
+    EXPECT_FALSE(Base64Decode(bad).has_value()) << bad;
+  }
+  EXPECT_FALSE(Base64Decode("+/8", /*url=*/true).has_value());
+  EXPECT_FALSE(Base64Decode("Zh", /*url=*/true).has_value());  // non-zero leftover bits
+}
+
 }  // namespace
 }  // namespace weft

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <string>
 
 namespace weft {
 
@@ -31,5 +32,9 @@ class FakeClock final : public Clock {
  private:
   std::atomic<int64_t> now_;
 };
+
+// "2026-12-02T17:27:10Z", or with `millis` "2026-12-02T17:27:10.123Z" (S3 XML): UTC, rounded
+// down to the second (millisecond) even before 1970.
+std::string FormatIso8601(int64_t unix_ns, bool millis = false);
 
 }  // namespace weft

@@ -10,13 +10,17 @@
 #include <utility>
 
 #include "auth/identity_store.h"
+#include "frontends/rest/json.h"
 #include "frontends/rest/rest_frontend.h"
 #include "net/http_client.h"
 #include "server/identity.h"
 
 namespace weft::cli {
 
-using nlohmann::json;
+using rest::json;
+using rest::KeyJson;
+using rest::RuleJson;
+using rest::UserJson;
 
 namespace {
 
@@ -30,34 +34,6 @@ std::string Dump(const json& j) {
 void PrintLine(FILE* f, const std::string& line) {
   std::fwrite(line.data(), 1, line.size(), f);
   std::fputc('\n', f);
-}
-
-// ---- The REST API's JSON objects (docs/rest-api.md), which local mode prints too ----------
-
-// "2026-05-28T12:00:00Z", as the REST API writes times.
-std::string Iso8601(int64_t ns) {
-  time_t seconds = static_cast<time_t>(ns / 1'000'000'000);
-  struct tm tm_utc;
-  if (gmtime_r(&seconds, &tm_utc) == nullptr) return "";
-  char out[40];
-  return std::string(out, strftime(out, sizeof out, "%Y-%m-%dT%H:%M:%SZ", &tm_utc));
-}
-
-json UserJson(const auth::User& user) {
-  return {{"name", user.name}, {"groups", user.groups}, {"created", Iso8601(user.created_ns)}};
-}
-
-json KeyJson(const auth::AccessKey& key) {
-  return {{"access_key_id", key.access_key_id},
-          {"user", key.user},
-          {"created", Iso8601(key.created_ns)}};
-}
-
-json RuleJson(const auth::Rule& rule) {
-  return {{"id", rule.id},
-          {"subject", rule.subject},
-          {"prefix", rule.prefix},
-          {"permissions", auth::PermissionsToString(rule.permissions)}};
 }
 
 template <typename T>

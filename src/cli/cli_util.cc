@@ -98,16 +98,4 @@ std::string FormatRate(uint64_t bytes, double seconds) {
   return HumanBytes(static_cast<uint64_t>(static_cast<double>(bytes) / seconds)) + "/s";
 }
 
-std::string_view FileTypeName(FileType type) {
-  switch (type) {
-    case FileType::kFile:
-      return "file";
-    case FileType::kDirectory:
-      return "directory";
-    case FileType::kSymlink:
-      return "symlink";
-  }
-  return "unknown";
-}
-
 }  // namespace weft::cli

@@ -35,6 +35,5 @@ std::string FormatMode(FileType type, uint32_t mode);
 std::string FormatTimeUtc(int64_t unix_ns);
 // "12.3 MiB/s"; "-" when the interval is too short to mean anything.
 std::string FormatRate(uint64_t bytes, double seconds);
-std::string_view FileTypeName(FileType type);
 
 }  // namespace weft::cli

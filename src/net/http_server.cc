@@ -23,18 +23,11 @@
 #include <thread>
 #include <unordered_set>
 
+#include "base/ascii.h"
+
 namespace weft::net {
 
 namespace {
-
-bool IEquals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    const auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c; };
-    if (lower(a[i]) != lower(b[i])) return false;
-  }
-  return true;
-}
 
 std::string_view Trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
@@ -46,7 +39,7 @@ std::string_view Trim(std::string_view s) {
 
 std::optional<std::string_view> HttpRequest::Header(std::string_view name) const {
   for (const HttpHeader& h : headers) {
-    if (IEquals(h.name, name)) return std::string_view(h.value);
+    if (EqualsIgnoreCase(h.name, name)) return std::string_view(h.value);
   }
   return std::nullopt;
 }
@@ -122,7 +115,7 @@ bool ValidHeader(const HttpHeader& h) {
 bool HasToken(std::string_view list, std::string_view token) {
   while (!list.empty()) {
     const size_t comma = std::min(list.find(','), list.size());
-    if (IEquals(Trim(list.substr(0, comma)), token)) return true;
+    if (EqualsIgnoreCase(Trim(list.substr(0, comma)), token)) return true;
     list.remove_prefix(std::min(comma + 1, list.size()));
   }
   return false;
@@ -472,13 +465,15 @@ class ResponseWriterImpl final : public ResponseWriter {
     bool has_date = false, has_server = false;
     for (const HttpHeader& h : headers) {
       // Framing is ours: it follows content_length and the connection's state.
-      if (IEquals(h.name, "Content-Length") || IEquals(h.name, "Transfer-Encoding")) continue;
-      if (IEquals(h.name, "Connection")) {
+      if (EqualsIgnoreCase(h.name, "Content-Length") ||
+          EqualsIgnoreCase(h.name, "Transfer-Encoding"))
+        continue;
+      if (EqualsIgnoreCase(h.name, "Connection")) {
         close_ = close_ || HasToken(h.value, "close");
         continue;
       }
-      has_date = has_date || IEquals(h.name, "Date");
-      has_server = has_server || IEquals(h.name, "Server");
+      has_date = has_date || EqualsIgnoreCase(h.name, "Date");
+      has_server = has_server || EqualsIgnoreCase(h.name, "Server");
       head_ += h.name + ": " + h.value + "\r\n";
     }
     if (!has_date) head_ += "Date: " + HttpDate() + "\r\n";
@@ -652,13 +647,13 @@ void Connection::ServeRequest() {
 
   // Beast frames only "chunked" as the last coding; anything else we cannot decode.
   if (const auto te = request.Header("Transfer-Encoding");
-      te && !(request.chunked && IEquals(Trim(*te), "chunked"))) {
+      te && !(request.chunked && EqualsIgnoreCase(Trim(*te), "chunked"))) {
     return ServeProtocolError(501, "NotImplemented",
                               "Transfer-Encoding '" + std::string(*te) + "' is not supported");
   }
   const bool http10 = parser_->version < 11;
   const auto expect = request.Header("Expect");
-  BodyReaderImpl body(*this, !http10 && expect && IEquals(Trim(*expect), "100-continue"));
+  BodyReaderImpl body(*this, !http10 && expect && EqualsIgnoreCase(Trim(*expect), "100-continue"));
   ResponseWriterImpl response(*this, &body, request.method == "HEAD", http10,
                               !parser_->keep_alive());
   bool threw = false;

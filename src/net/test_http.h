@@ -3,11 +3,11 @@
 #pragma once
 
 #include <algorithm>
-#include <cctype>
 #include <cstring>
 #include <map>
 #include <string>
 
+#include "base/ascii.h"
 #include "net/http_server.h"
 
 namespace weft::net {
@@ -36,9 +36,7 @@ class RecordingResponseWriter : public ResponseWriter {
                std::optional<uint64_t>) override {
     status_ = status;
     for (const auto& h : headers) {
-      std::string name = h.name;
-      for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      headers_[name] = h.value;
+      headers_[AsciiLower(h.name)] = h.value;
     }
     started_ = true;
     return OkStatus();

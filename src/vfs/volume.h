@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/bytes.h"
@@ -28,6 +29,19 @@ struct RequestContext {
 };
 
 enum class FileType : uint8_t { kFile = 1, kDirectory = 2, kSymlink = 3 };
+
+// "file", "directory", "symlink": how listings (CLI, REST) name a type.
+constexpr std::string_view FileTypeName(FileType type) {
+  switch (type) {
+    case FileType::kFile:
+      return "file";
+    case FileType::kDirectory:
+      return "directory";
+    case FileType::kSymlink:
+      return "symlink";
+  }
+  return "unknown";
+}
 
 // Named string values carried with a file version or a directory: the S3 front end keeps
 // Content-Type, Content-Encoding, Cache-Control, x-amz-meta-* and its own settings here.

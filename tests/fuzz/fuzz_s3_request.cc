@@ -33,6 +33,7 @@
 
 #include "auth/identity_store.h"
 #include "auth/sigv4.h"
+#include "base/ascii.h"
 #include "base/clock.h"
 #include "chunk/mem_chunk_store.h"
 #include "frontends/s3/aws_chunked.h"
@@ -57,12 +58,6 @@ struct Principal {
 };
 constexpr Principal kRoot = {"root", "ROOTACCESSKEY0000000", "rootsecret"};
 constexpr Principal kAlice = {"alice", "ALICEACCESSKEY000000", "alicesecret"};
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 std::string Hex(uint64_t v) {
   char buf[24];
@@ -107,7 +102,7 @@ class CheckedResponse : public net::ResponseWriter {
     for (const net::HttpHeader& h : headers) {
       FUZZ_CHECK(ValidHeader(h), "invalid response header '%s: %s'", h.name.c_str(),
                  h.value.c_str());
-      if (Lower(h.name) == "x-amz-version-id") version_id = h.value;
+      if (AsciiLower(h.name) == "x-amz-version-id") version_id = h.value;
     }
     started_ = true;
     status_ = status;
@@ -220,12 +215,12 @@ bool ServerWouldParse(const Spec& spec) {
 
 bool HasHeader(const std::vector<net::HttpHeader>& headers, std::string_view name) {
   return std::any_of(headers.begin(), headers.end(),
-                     [&](const net::HttpHeader& h) { return Lower(h.name) == name; });
+                     [&](const net::HttpHeader& h) { return AsciiLower(h.name) == name; });
 }
 std::optional<std::string> TakeHeader(std::vector<net::HttpHeader>& headers,
                                       std::string_view name) {
   for (auto it = headers.begin(); it != headers.end(); ++it) {
-    if (Lower(it->name) == name) {
+    if (AsciiLower(it->name) == name) {
       std::string value = it->value;
       headers.erase(it);
       return value;
@@ -265,7 +260,7 @@ std::optional<sigv4::Request> SigningView(const net::HttpRequest& http) {
 std::vector<std::string> SignableHeaders(const net::HttpRequest& http) {
   std::vector<std::string> names;
   for (const net::HttpHeader& h : http.headers) {
-    std::string name = Lower(h.name);
+    std::string name = AsciiLower(h.name);
     const bool ok =
         !name.empty() && name.size() <= 256 && std::all_of(name.begin(), name.end(), [](char c) {
           return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_' ||
@@ -336,7 +331,7 @@ void Sign(const Spec& spec, net::HttpRequest& http, std::string& body) {
   // Header modes. The input may bring its own x-amz-date and x-amz-content-sha256.
   std::string date = amz_date;
   for (const net::HttpHeader& h : http.headers) {
-    if (Lower(h.name) == "x-amz-date") date = h.value;
+    if (AsciiLower(h.name) == "x-amz-date") date = h.value;
   }
   if (!HasHeader(http.headers, "x-amz-date")) http.headers.push_back({"x-amz-date", date});
   credential.date = date.substr(0, 8);
@@ -361,7 +356,8 @@ void Sign(const Spec& spec, net::HttpRequest& http, std::string& body) {
         http.headers.push_back({"x-amz-trailer", "x-amz-checksum-crc32"});
       }
       for (const net::HttpHeader& h : http.headers) {
-        if (Lower(h.name) == "x-amz-trailer") checksum = TrailerChecksum::ForHeader(Lower(h.value));
+        if (AsciiLower(h.name) == "x-amz-trailer")
+          checksum = TrailerChecksum::ForHeader(AsciiLower(h.value));
       }
       break;
     }
@@ -378,7 +374,7 @@ void Sign(const Spec& spec, net::HttpRequest& http, std::string& body) {
     http.headers.push_back({"x-amz-content-sha256", payload_hash});
   }
   for (const net::HttpHeader& h : http.headers) {
-    if (Lower(h.name) == "x-amz-content-sha256") payload_hash = h.value;
+    if (AsciiLower(h.name) == "x-amz-content-sha256") payload_hash = h.value;
   }
 
   std::optional<sigv4::Request> view = SigningView(http);
@@ -456,7 +452,7 @@ class Harness {
     if (!http.chunked) {
       http.content_length = body.size();
       for (const net::HttpHeader& h : http.headers) {
-        if (Lower(h.name) != "content-length") continue;
+        if (AsciiLower(h.name) != "content-length") continue;
         if (!h.value.empty() && h.value.size() < 16 &&
             std::all_of(h.value.begin(), h.value.end(),
                         [](char c) { return c >= '0' && c <= '9'; })) {

@@ -12,13 +12,15 @@
 #include <vector>
 
 #include "auth/sigv4.h"
+#include "base/ascii.h"
+#include "base/clock.h"
+#include "frontends/rest/json.h"
 #include "vfs/path.h"
 
 namespace weft::rest {
 namespace {
 
 // Keeps fields in the order written, so replies read as docs/rest-api.md shows them.
-using json = nlohmann::ordered_json;
 
 constexpr size_t kMaxBodyBytes = 1 << 20;
 // nlohmann's parser keeps its own stack, but a value nested this deep has no use here and
@@ -126,71 +128,6 @@ void SendError(net::ResponseWriter& response, const ApiError& error) {
   if (error.http_status == 401) headers.push_back({"WWW-Authenticate", "Bearer realm=\"weft\""});
   json body = {{"error", error.code}, {"message", error.message}};
   (void)response.Send(error.http_status, headers, Dump(body));
-}
-
-// ---- Formatting -------------------------------------------------------------------------------
-
-// "2026-05-28T12:00:00Z" (ISO 8601, UTC, whole seconds).
-std::string Iso8601(int64_t ns) {
-  int64_t seconds = ns / kNanosPerSecond;
-  if (ns < 0 && ns % kNanosPerSecond != 0) --seconds;
-  time_t t = static_cast<time_t>(seconds);
-  struct tm tm_utc;
-  if (gmtime_r(&t, &tm_utc) == nullptr) return "";
-  char out[40];
-  size_t n = strftime(out, sizeof out, "%Y-%m-%dT%H:%M:%SZ", &tm_utc);
-  return std::string(out, n);
-}
-
-std::string_view TypeName(FileType type) {
-  switch (type) {
-    case FileType::kFile:
-      return "file";
-    case FileType::kDirectory:
-      return "directory";
-    case FileType::kSymlink:
-      return "symlink";
-  }
-  return "unknown";
-}
-
-json UserJson(const auth::User& user) {
-  return {{"name", user.name}, {"groups", user.groups}, {"created", Iso8601(user.created_ns)}};
-}
-
-json KeyJson(const auth::AccessKey& key) {
-  return {{"access_key_id", key.access_key_id},
-          {"user", key.user},
-          {"created", Iso8601(key.created_ns)}};
-}
-
-json RuleJson(const auth::Rule& rule) {
-  return {{"id", rule.id},
-          {"subject", rule.subject},
-          {"prefix", rule.prefix},
-          {"permissions", auth::PermissionsToString(rule.permissions)}};
-}
-
-json SnapshotJson(const SnapshotInfo& snap) {
-  return {{"name", snap.name},
-          {"path", snap.path},
-          {"sequence", snap.sequence},
-          {"created", Iso8601(snap.created_ns)}};
-}
-
-json FileInfoJson(const FileInfo& info) {
-  json out = {{"path", info.path},         {"type", TypeName(info.type)},
-              {"size", info.size},         {"mtime", Iso8601(info.mtime_ns)},
-              {"mtime_ns", info.mtime_ns}, {"mode", info.mode},
-              {"inode", info.inode}};
-  if (info.type == FileType::kFile) {
-    out["etag"] = info.etag;
-    out["version_id"] = info.version_id;
-    out["chunks"] = info.chunks;
-  }
-  if (info.type == FileType::kSymlink) out["target"] = info.symlink_target;
-  if (!info.attributes.empty()) out["attributes"] = info.attributes;
-  return out;
 }
 
 // ---- Parsing ----------------------------------------------------------------------------------
@@ -472,7 +409,7 @@ Result<Reply> IssueToken(Call& c) {
                         c.identities.IssueToken(key->user, ttl * kNanosPerSecond));
   return Ok({{"token", token.token},
              {"user", token.user},
-             {"expires", Iso8601(token.expires_ns)},
+             {"expires", FormatIso8601(token.expires_ns)},
              {"expires_in", (token.expires_ns - c.clock->NowNanos()) / kNanosPerSecond}});
 }
 
@@ -569,10 +506,10 @@ Result<Reply> ListDirectory(Call& c) {
   WEFT_ASSIGN_OR_RETURN(ReadDirPage page, c.volume.ReadDir(c.ctx, c.route.target.path, opts));
   json entries = json::array();
   for (const DirEntry& entry : page.entries) {
-    json e = {{"name", entry.name}, {"type", TypeName(entry.type)}};
+    json e = {{"name", entry.name}, {"type", FileTypeName(entry.type)}};
     if (entry.info) {
       e["size"] = entry.info->size;
-      e["mtime"] = Iso8601(entry.info->mtime_ns);
+      e["mtime"] = FormatIso8601(entry.info->mtime_ns);
       e["mtime_ns"] = entry.info->mtime_ns;
       if (entry.type == FileType::kFile) e["etag"] = entry.info->etag;
     }
@@ -594,7 +531,7 @@ Result<Reply> ListVersions(Call& c) {
     list.push_back({{"version_id", v.version_id},
                     {"size", v.size},
                     {"etag", v.etag},
-                    {"mtime", Iso8601(v.mtime_ns)},
+                    {"mtime", FormatIso8601(v.mtime_ns)},
                     {"mtime_ns", v.mtime_ns},
                     {"sequence", v.sequence},
                     {"is_current", v.is_current},
@@ -778,11 +715,8 @@ Result<std::string> Authenticate(const net::HttpRequest& http, auth::IdentitySto
   }
   std::string_view value = *header;
   constexpr std::string_view kScheme = "bearer ";
-  bool bearer = value.size() > kScheme.size();
-  for (size_t i = 0; bearer && i < kScheme.size(); ++i) {
-    bearer = std::tolower(static_cast<unsigned char>(value[i])) == kScheme[i];
-  }
-  if (!bearer) return PermissionDenied("Unauthenticated: the Authorization scheme must be Bearer");
+  if (value.size() <= kScheme.size() || !EqualsIgnoreCase(value.substr(0, kScheme.size()), kScheme))
+    return PermissionDenied("Unauthenticated: the Authorization scheme must be Bearer");
   value.remove_prefix(kScheme.size());
   while (!value.empty() && value.front() == ' ') value.remove_prefix(1);
   while (!value.empty() && value.back() == ' ') value.remove_suffix(1);

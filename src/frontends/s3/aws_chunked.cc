@@ -6,8 +6,8 @@
 #include <array>
 #include <cstring>
 
+#include "base/ascii.h"
 #include "base/bytes.h"
-#include "frontends/s3/request.h"
 
 namespace weft::s3 {
 namespace {
@@ -157,8 +157,7 @@ Status AwsChunkedDecoder::ReadTrailers() {
     if (total > kMaxTrailerBytes) return Incomplete("the aws-chunked trailers are too long");
     size_t colon = line.find(':');
     if (colon == std::string::npos) return Incomplete("a malformed aws-chunked trailer");
-    std::string name = line.substr(0, colon);
-    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    std::string name = AsciiLower(std::string_view(line).substr(0, colon));
     std::string value = line.substr(colon + 1);
     while (!value.empty() && value.front() == ' ') value.erase(0, 1);
     if (checksum_ && name == checksum_->header()) sent = value;

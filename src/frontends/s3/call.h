@@ -88,7 +88,7 @@ class S3Frontend::Call {
   Status CopyPayloadInto(FileWriter& writer, PayloadReader& payload);
   Result<std::unique_ptr<PayloadReader>> Payload();
   // Removes now-empty directories from `path`'s parent up to (not including) the bucket.
-  void PruneEmptyParents(const std::string& path);
+  void PruneEmptyParents(const FileInfo& bucket, const std::string& path);
   // Multipart helpers.
   std::string UploadDir(const std::string& upload_id) const;
   Result<FileInfo> FindUpload(const std::string& upload_id);

@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "base/bytes.h"
+#include "base/clock.h"
 #include "chunk/chunk_id.h"
 #include "frontends/s3/call.h"
 #include "frontends/s3/xml.h"
@@ -170,7 +171,7 @@ void S3Frontend::Call::UploadPart(const std::optional<CopySource>& copy_source) 
   if (!info.ok()) return SendStatus(info.status());
   XmlWriter xml;
   xml.Open("CopyPartResult", true);
-  xml.Element("LastModified", IsoDate(info->mtime_ns));
+  xml.Element("LastModified", FormatIso8601(info->mtime_ns, /*millis=*/true));
   xml.Element("ETag", QuoteEtag(info->etag));
   xml.Close("CopyPartResult");
   SendXml(200, xml.Finish());
@@ -321,7 +322,7 @@ void S3Frontend::Call::ListParts() {
     if (!e.info) continue;
     xml.Open("Part");
     xml.Element("PartNumber", std::to_string(std::stoll(e.name)));
-    xml.Element("LastModified", IsoDate(e.info->mtime_ns));
+    xml.Element("LastModified", FormatIso8601(e.info->mtime_ns, /*millis=*/true));
     xml.Element("ETag", QuoteEtag(e.info->etag));
     xml.Element("Size", std::to_string(e.info->size));
     xml.Close("Part");
@@ -380,7 +381,7 @@ void S3Frontend::Call::ListMultipartUploads() {
     xml.Element("DisplayName", u.initiator);
     xml.Close("Owner");
     xml.Element("StorageClass", "STANDARD");
-    xml.Element("Initiated", IsoDate(u.initiated_ns));
+    xml.Element("Initiated", FormatIso8601(u.initiated_ns, /*millis=*/true));
     xml.Close("Upload");
   }
   xml.Close("ListMultipartUploadsResult");

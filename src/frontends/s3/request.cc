@@ -1,12 +1,12 @@
 #include "frontends/s3/request.h"
 
 #include <openssl/crypto.h>
-#include <openssl/evp.h>
 
 #include <algorithm>
 #include <cstring>
 #include <ctime>
 
+#include "base/ascii.h"
 #include "base/bytes.h"
 
 namespace weft::s3 {
@@ -17,12 +17,6 @@ bool IsDigit(char c) {
 }
 bool IsLowerAlnum(char c) {
   return IsDigit(c) || (c >= 'a' && c <= 'z');
-}
-
-std::string ToLower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
 }
 
 }  // namespace
@@ -186,7 +180,7 @@ Result<Identity> Authenticate(const S3Request& request, auth::IdentityStore& ide
                            " is not supported");
     } else {
       identity.payload = PayloadMode::kSha256;
-      identity.payload_sha256 = ToLower(hash);
+      identity.payload_sha256 = AsciiLower(hash);
     }
   }
   return identity;
@@ -222,8 +216,7 @@ Result<std::unique_ptr<PayloadReader>> PayloadReader::Make(const S3Request& requ
     } else {
       std::optional<TrailerChecksum> checksum;
       if (auto trailer = request.Header("x-amz-trailer")) {
-        std::string name(*trailer);
-        for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        std::string name = AsciiLower(*trailer);
         checksum = TrailerChecksum::ForHeader(name);
         if (!checksum) {
           return Unimplemented("NotImplemented: the trailer " + name + " is not supported");
@@ -317,7 +310,7 @@ Result<std::string> PayloadReader::ReadAll(size_t limit) {
   }
 }
 
-// ---- Dates and base64 -------------------------------------------------------------------------
+// ---- Dates -------------------------------------------------------------------------
 
 std::string HttpDate(int64_t time_ns) {
   time_t t = static_cast<time_t>(time_ns / 1'000'000'000);
@@ -326,17 +319,6 @@ std::string HttpDate(int64_t time_ns) {
   char buf[64];
   strftime(buf, sizeof buf, "%a, %d %b %Y %H:%M:%S GMT", &tm_utc);
   return buf;
-}
-
-std::string IsoDate(int64_t time_ns) {
-  time_t t = static_cast<time_t>(time_ns / 1'000'000'000);
-  struct tm tm_utc;
-  gmtime_r(&t, &tm_utc);
-  char buf[64];
-  strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm_utc);
-  char ms[16];
-  snprintf(ms, sizeof ms, ".%03dZ", static_cast<int>((time_ns / 1'000'000) % 1000));
-  return std::string(buf) + ms;
 }
 
 std::optional<int64_t> ParseHttpDate(std::string_view text) {
@@ -348,29 +330,6 @@ std::optional<int64_t> ParseHttpDate(std::string_view text) {
     if (end != nullptr && *end == '\0') return static_cast<int64_t>(timegm(&tm_utc));
   }
   return std::nullopt;
-}
-
-std::optional<std::string> Base64Decode(std::string_view text) {
-  if (text.size() % 4 != 0 || text.size() > (1 << 20)) return std::nullopt;
-  std::string out(text.size() / 4 * 3, '\0');
-  int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                          reinterpret_cast<const unsigned char*>(text.data()),
-                          static_cast<int>(text.size()));
-  if (n < 0) return std::nullopt;
-  size_t padding = 0;
-  if (!text.empty() && text.back() == '=') padding++;
-  if (text.size() > 1 && text[text.size() - 2] == '=') padding++;
-  out.resize(static_cast<size_t>(n) - padding);
-  return out;
-}
-
-std::string Base64Encode(std::string_view bytes) {
-  std::string out((bytes.size() + 2) / 3 * 4 + 1, '\0');
-  int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                          reinterpret_cast<const unsigned char*>(bytes.data()),
-                          static_cast<int>(bytes.size()));
-  out.resize(static_cast<size_t>(n));
-  return out;
 }
 
 }  // namespace weft::s3

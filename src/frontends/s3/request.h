@@ -104,14 +104,10 @@ class PayloadReader {
   std::unique_ptr<AwsChunkedDecoder> chunked_;
 };
 
-// RFC 1123 ("Wed, 02 Dec 2026 17:27:10 GMT") and ISO 8601 with milliseconds
-// ("2026-12-02T17:27:10.000Z") forms of a time in nanoseconds since the epoch.
+// The RFC 1123 form ("Wed, 02 Dec 2026 17:27:10 GMT") of a time in nanoseconds since the
+// epoch. (S3 XML's ISO 8601 form is base/clock.h's FormatIso8601 with milliseconds.)
 std::string HttpDate(int64_t time_ns);
-std::string IsoDate(int64_t time_ns);
 // Parses an HTTP date (RFC 1123, RFC 850 or asctime) into seconds since the epoch.
 std::optional<int64_t> ParseHttpDate(std::string_view text);
-
-std::optional<std::string> Base64Decode(std::string_view text);
-std::string Base64Encode(std::string_view bytes);
 
 }  // namespace weft::s3

@@ -7,7 +7,9 @@
 #include <future>
 #include <set>
 
+#include "base/ascii.h"
 #include "base/bytes.h"
+#include "base/clock.h"
 #include "frontends/s3/call.h"
 #include "frontends/s3/listing.h"
 #include "frontends/s3/xml.h"
@@ -25,12 +27,6 @@ constexpr std::string_view kEmptyMd5 = "d41d8cd98f00b204e9800998ecf8427e";
 constexpr std::array<std::string_view, 6> kStoredHeaders = {
     "content-type",  "content-encoding", "content-disposition",
     "cache-control", "content-language", "expires"};
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 // What a request needs, decided before any handler runs.
 struct Route {
@@ -71,14 +67,100 @@ std::string EncodeToken(char kind, const std::string& position) {
   return Base64Encode(std::string(1, kind) + position);
 }
 
-bool WantsUrlEncoding(const S3Request& request, Status* error) {
-  auto encoding = request.Query("encoding-type");
-  if (!encoding) return false;
-  if (*encoding != "url") {
-    *error = InvalidArgument("InvalidArgument: encoding-type must be 'url'");
-    return false;
+// The query parameters every listing shares.
+struct ListParams {
+  std::string prefix;
+  std::string delimiter;
+  int64_t max_keys = 1000;
+  bool url = false;  // encoding-type=url: keys go out percent-encoded
+  std::string Encode(const std::string& text) const {
+    return url ? sigv4::UriEncodePath(text) : text;
   }
-  return true;
+};
+
+Result<ListParams> ParseListParams(const S3Request& request) {
+  ListParams params;
+  params.prefix = request.Query("prefix").value_or("");
+  params.delimiter = request.Query("delimiter").value_or("");
+  if (auto encoding = request.Query("encoding-type")) {
+    if (*encoding != "url") return InvalidArgument("InvalidArgument: encoding-type must be 'url'");
+    params.url = true;
+  }
+  if (auto m = request.Query("max-keys")) {
+    WEFT_ASSIGN_OR_RETURN(int64_t max_keys, ParseIntParam("max-keys", *m, 0, 1 << 30));
+    params.max_keys = std::min<int64_t>(max_keys, 1000);  // S3 never returns more per page
+  }
+  return params;
+}
+
+// A bucket listing after delimiter roll-up: each key, or each common prefix once. With the
+// delimiter "/" a directory that rolls up into a common prefix is not descended into.
+class RolledUpListing {
+ public:
+  struct Entry {
+    std::string common_prefix;  // non-empty for a common prefix; then `key` is unused
+    ListedKey key;
+  };
+
+  // `key_offset` is prepended to the walker's keys (a snapshot's ".weft/snapshots/NAME/");
+  // `listed_prefix` is a common prefix an earlier page already returned.
+  RolledUpListing(KeyWalker& walker, const ListParams& params, std::string key_offset,
+                  std::string listed_prefix)
+      : walker_(walker),
+        params_(params),
+        key_offset_(std::move(key_offset)),
+        last_prefix_(std::move(listed_prefix)) {}
+
+  Result<std::optional<Entry>> Next() {
+    while (true) {
+      WEFT_ASSIGN_OR_RETURN(std::optional<ListedKey> next, walker_.Next());
+      if (!next) return std::optional<Entry>();
+      next->key = key_offset_ + next->key;
+      std::string common;
+      if (!params_.delimiter.empty()) {
+        size_t at = next->key.find(params_.delimiter, params_.prefix.size());
+        if (at != std::string::npos) common = next->key.substr(0, at + params_.delimiter.size());
+      }
+      if (next->is_directory && params_.delimiter == "/" && !common.empty()) {
+        walker_.SkipDirectory();
+      }
+      if (common.empty()) {
+        if (next->is_directory) continue;  // its keys follow
+        return std::optional<Entry>(Entry{"", std::move(*next)});
+      }
+      if (common == last_prefix_) continue;
+      last_prefix_ = common;
+      return std::optional<Entry>(Entry{std::move(common), {}});
+    }
+  }
+
+ private:
+  KeyWalker& walker_;
+  const ListParams& params_;
+  const std::string key_offset_;
+  std::string last_prefix_;
+};
+
+void WriteCommonPrefixes(XmlWriter& xml, const std::vector<std::string>& prefixes,
+                         const ListParams& params) {
+  for (const std::string& p : prefixes) {
+    xml.Open("CommonPrefixes");
+    xml.Element("Prefix", params.Encode(p));
+    xml.Close("CommonPrefixes");
+  }
+}
+
+// An S3 error response; HEAD gets the status and headers only, as S3 sends it.
+void SendS3Error(net::ResponseWriter& response, bool head, const S3Error& error,
+                 std::string_view resource, std::string_view request_id) {
+  std::vector<net::HttpHeader> headers = {{"Content-Type", "application/xml"},
+                                          {"x-amz-request-id", std::string(request_id)}};
+  if (head) {
+    (void)response.Start(error.http_status, headers, 0);
+    (void)response.Finish();
+    return;
+  }
+  (void)response.Send(error.http_status, headers, ErrorXml(error, resource, request_id));
 }
 
 }  // namespace
@@ -282,16 +364,7 @@ void S3Frontend::Handle(const net::HttpRequest& http, net::BodyReader& body,
   snprintf(id, sizeof id, "%016llX", static_cast<unsigned long long>(next_request_.fetch_add(1)));
   std::string request_id = id;
   auto fail = [&](const Status& status, std::string_view resource) {
-    S3Error error = ErrorFromStatus(status);
-    std::string xml = ErrorXml(error, resource, request_id);
-    std::vector<net::HttpHeader> headers = {{"Content-Type", "application/xml"},
-                                            {"x-amz-request-id", request_id}};
-    if (http.method == "HEAD") {
-      (void)response.Start(error.http_status, headers, 0);
-      (void)response.Finish();
-    } else {
-      (void)response.Send(error.http_status, headers, xml);
-    }
+    SendS3Error(response, http.method == "HEAD", ErrorFromStatus(status), resource, request_id);
   };
 
   // 1. Parse and validate everything the client named.
@@ -352,14 +425,7 @@ S3Frontend::Call::Call(S3Frontend& frontend, S3Request request, Identity identit
 }
 
 void S3Frontend::Call::SendError(const S3Error& error) {
-  std::vector<net::HttpHeader> headers = {{"Content-Type", "application/xml"},
-                                          {"x-amz-request-id", request_id_}};
-  if (request_.method == "HEAD") {
-    (void)response_.Start(error.http_status, headers, 0);
-    (void)response_.Finish();
-    return;
-  }
-  (void)response_.Send(error.http_status, headers, ErrorXml(error, request_.path, request_id_));
+  SendS3Error(response_, request_.method == "HEAD", error, request_.path, request_id_);
 }
 
 void S3Frontend::Call::SendXml(int http_status, const std::string& xml) {
@@ -419,7 +485,7 @@ Result<Attributes> S3Frontend::Call::AttributesFromHeaders() {
   Attributes attributes;
   size_t meta_bytes = 0;
   for (const net::HttpHeader& h : request_.http->headers) {
-    std::string name = Lower(h.name);
+    std::string name = AsciiLower(h.name);
     if (name.starts_with("x-amz-meta-")) {
       std::string meta = name.substr(11);
       if (meta.empty()) return InvalidArgument("InvalidArgument: empty x-amz-meta- name");
@@ -471,11 +537,10 @@ Status S3Frontend::Call::CopyPayloadInto(FileWriter& writer, PayloadReader& payl
   }
 }
 
-void S3Frontend::Call::PruneEmptyParents(const std::string& path) {
+void S3Frontend::Call::PruneEmptyParents(const FileInfo& bucket, const std::string& path) {
   // In a versioned bucket the directories stay: the versions below them are listed through
   // them.
-  auto bucket = volume().Stat(ctx_, "/" + request_.bucket);
-  if (!bucket.ok() || VersioningOn(*bucket)) return;
+  if (VersioningOn(bucket)) return;
   std::string dir = path;
   std::string bucket_dir = "/" + request_.bucket;
   while (true) {
@@ -511,7 +576,7 @@ void S3Frontend::Call::ListBuckets() {
       }
       xml.Open("Bucket");
       xml.Element("Name", e.name);
-      xml.Element("CreationDate", IsoDate(e.info ? e.info->ctime_ns : 0));
+      xml.Element("CreationDate", FormatIso8601(e.info ? e.info->ctime_ns : 0, /*millis=*/true));
       xml.Close("Bucket");
     }
     if (!page->truncated) break;
@@ -617,17 +682,10 @@ void S3Frontend::Call::PutBucketVersioning() {
 void S3Frontend::Call::ListObjects(bool v2) {
   auto bucket = StatBucket(request_.bucket);
   if (!bucket.ok()) return SendStatus(bucket.status(), Missing::kBucket);
-  Status bad;
-  bool url = WantsUrlEncoding(request_, &bad);
-  if (!bad.ok()) return SendStatus(bad);
-  std::string prefix = request_.Query("prefix").value_or("");
-  std::string delimiter = request_.Query("delimiter").value_or("");
-  int64_t max_keys = 1000;
-  if (auto m = request_.Query("max-keys")) {
-    auto parsed = ParseIntParam("max-keys", *m, 0, 1 << 30);
-    if (!parsed.ok()) return SendStatus(parsed.status());
-    max_keys = std::min<int64_t>(*parsed, 1000);
-  }
+  auto params = ParseListParams(request_);
+  if (!params.ok()) return SendStatus(params.status());
+  const std::string& prefix = params->prefix;
+  const std::string& delimiter = params->delimiter;
   KeyWalker::Options opts;
   opts.bucket = request_.bucket;
   opts.prefix = prefix;
@@ -646,6 +704,7 @@ void S3Frontend::Call::ListObjects(bool v2) {
       opts.skip_prefix = start_after;
     }
   }
+  const std::string listed_prefix = opts.skip_prefix;
   if (prefix.starts_with(kSnapshotKeyPrefix)) {
     // ".weft/snapshots/NAME/rest" lists "rest" as of snapshot NAME.
     std::string_view rest = std::string_view(prefix).substr(kSnapshotKeyPrefix.size());
@@ -668,77 +727,60 @@ void S3Frontend::Call::ListObjects(bool v2) {
   }
 
   KeyWalker walker(volume(), ctx_, opts);
+  RolledUpListing listing(walker, *params, key_offset, listed_prefix);
   std::vector<ListedKey> contents;
   std::vector<std::string> common_prefixes;
-  std::string last_position;
-  char last_kind = 'k';
+  std::string last_position;  // the last key or common prefix returned: the next page's start
+  bool last_is_prefix = false;
   bool truncated = false;
   int64_t count = 0;
   while (true) {
-    auto next = walker.Next();
+    auto next = listing.Next();
     if (!next.ok()) return SendStatus(next.status());
     if (!next->has_value()) break;
-    ListedKey item = std::move(**next);
-    std::string key = key_offset + item.key;
-    std::string common;
-    if (!delimiter.empty()) {
-      size_t at = key.find(delimiter, prefix.size());
-      if (at != std::string::npos) common = key.substr(0, at + delimiter.size());
-    }
-    if (item.is_directory) {
-      if (delimiter == "/" && !common.empty()) walker.SkipDirectory();
-      if (common.empty() || (!common_prefixes.empty() && common_prefixes.back() == common)) {
-        continue;
-      }
-    } else if (!common.empty() && !common_prefixes.empty() && common_prefixes.back() == common) {
-      continue;
-    }
-    if (!common.empty() && common == last_position && last_kind == 'p') continue;
-    if (count == max_keys) {
+    if (count == params->max_keys) {
       truncated = true;
       break;
     }
     count++;
-    if (!common.empty()) {
-      common_prefixes.push_back(common);
-      last_position = common;
-      last_kind = 'p';
+    RolledUpListing::Entry& entry = **next;
+    last_is_prefix = !entry.common_prefix.empty();
+    if (last_is_prefix) {
+      last_position = entry.common_prefix;
+      common_prefixes.push_back(std::move(entry.common_prefix));
     } else {
-      item.key = key;
-      last_position = key;
-      last_kind = 'k';
-      contents.push_back(std::move(item));
+      last_position = entry.key.key;
+      contents.push_back(std::move(entry.key));
     }
   }
 
-  auto enc = [&](const std::string& s) { return url ? sigv4::UriEncodePath(s) : s; };
   XmlWriter xml;
   xml.Open("ListBucketResult", true);
   xml.Element("Name", request_.bucket);
-  xml.Element("Prefix", enc(prefix));
+  xml.Element("Prefix", params->Encode(prefix));
   if (v2) {
     if (request_.HasQuery("continuation-token")) xml.Element("ContinuationToken", token);
-    if (!start_after.empty()) xml.Element("StartAfter", enc(start_after));
+    if (!start_after.empty()) xml.Element("StartAfter", params->Encode(start_after));
     xml.Element("KeyCount", std::to_string(count));
   } else {
-    xml.Element("Marker", enc(start_after));
+    xml.Element("Marker", params->Encode(start_after));
   }
-  xml.Element("MaxKeys", std::to_string(max_keys));
-  if (!delimiter.empty()) xml.Element("Delimiter", enc(delimiter));
-  if (url) xml.Element("EncodingType", "url");
+  xml.Element("MaxKeys", std::to_string(params->max_keys));
+  if (!delimiter.empty()) xml.Element("Delimiter", params->Encode(delimiter));
+  if (params->url) xml.Element("EncodingType", "url");
   xml.Element("IsTruncated", truncated ? "true" : "false");
   if (truncated) {
     if (v2) {
-      xml.Element("NextContinuationToken", EncodeToken(last_kind, last_position));
+      xml.Element("NextContinuationToken", EncodeToken(last_is_prefix ? 'p' : 'k', last_position));
     } else if (!delimiter.empty()) {
-      xml.Element("NextMarker", enc(last_position));
+      xml.Element("NextMarker", params->Encode(last_position));
     }
   }
   bool fetch_owner = !v2 || request_.Query("fetch-owner") == "true";
   for (const ListedKey& item : contents) {
     xml.Open("Contents");
-    xml.Element("Key", enc(item.key));
-    xml.Element("LastModified", IsoDate(item.info.mtime_ns));
+    xml.Element("Key", params->Encode(item.key));
+    xml.Element("LastModified", FormatIso8601(item.info.mtime_ns, /*millis=*/true));
     xml.Element("ETag", QuoteEtag(item.info.etag));
     xml.Element("Size", std::to_string(item.info.size));
     if (fetch_owner) {
@@ -750,11 +792,7 @@ void S3Frontend::Call::ListObjects(bool v2) {
     xml.Element("StorageClass", "STANDARD");
     xml.Close("Contents");
   }
-  for (const std::string& p : common_prefixes) {
-    xml.Open("CommonPrefixes");
-    xml.Element("Prefix", enc(p));
-    xml.Close("CommonPrefixes");
-  }
+  WriteCommonPrefixes(xml, common_prefixes, *params);
   xml.Close("ListBucketResult");
   SendXml(200, xml.Finish());
 }
@@ -762,101 +800,76 @@ void S3Frontend::Call::ListObjects(bool v2) {
 void S3Frontend::Call::ListObjectVersions() {
   auto bucket = StatBucket(request_.bucket);
   if (!bucket.ok()) return SendStatus(bucket.status(), Missing::kBucket);
-  Status bad;
-  bool url = WantsUrlEncoding(request_, &bad);
-  if (!bad.ok()) return SendStatus(bad);
-  std::string prefix = request_.Query("prefix").value_or("");
-  std::string delimiter = request_.Query("delimiter").value_or("");
+  auto params = ParseListParams(request_);
+  if (!params.ok()) return SendStatus(params.status());
   std::string key_marker = request_.Query("key-marker").value_or("");
-  int64_t max_keys = 1000;
-  if (auto m = request_.Query("max-keys")) {
-    auto parsed = ParseIntParam("max-keys", *m, 0, 1 << 30);
-    if (!parsed.ok()) return SendStatus(parsed.status());
-    max_keys = std::min<int64_t>(*parsed, 1000);
-  }
   KeyWalker::Options opts;
   opts.bucket = request_.bucket;
-  opts.prefix = prefix;
+  opts.prefix = params->prefix;
   opts.start_after = key_marker;
   KeyWalker walker(volume(), ctx_, opts);
-  auto enc = [&](const std::string& s) { return url ? sigv4::UriEncodePath(s) : s; };
+  RolledUpListing listing(walker, *params, "", "");
 
-  XmlWriter entries;  // the body between the header elements and the end
+  struct KeyVersions {
+    std::string key;
+    std::vector<VersionInfo> versions;
+  };
+  std::vector<KeyVersions> keys;
   std::vector<std::string> common_prefixes;
-  int64_t count = 0;
+  int64_t count = 0;  // versions and common prefixes; pages end between keys
   bool truncated = false;
   std::string next_key;
   while (true) {
-    auto next = walker.Next();
+    auto next = listing.Next();
     if (!next.ok()) return SendStatus(next.status());
     if (!next->has_value()) break;
-    ListedKey item = std::move(**next);
-    std::string common;
-    if (!delimiter.empty()) {
-      size_t at = item.key.find(delimiter, prefix.size());
-      if (at != std::string::npos) common = item.key.substr(0, at + delimiter.size());
-    }
-    if (item.is_directory) {
-      if (delimiter == "/" && !common.empty()) walker.SkipDirectory();
-      if (common.empty() || (!common_prefixes.empty() && common_prefixes.back() == common)) {
-        continue;
-      }
-    } else if (!common.empty() && !common_prefixes.empty() && common_prefixes.back() == common) {
-      continue;
-    }
-    if (count >= max_keys) {
+    if (count >= params->max_keys) {
       truncated = true;
       break;
     }
-    if (!common.empty()) {
-      common_prefixes.push_back(common);
-      next_key = common;
+    RolledUpListing::Entry& entry = **next;
+    if (!entry.common_prefix.empty()) {
+      next_key = entry.common_prefix;
+      common_prefixes.push_back(std::move(entry.common_prefix));
       count++;
       continue;
     }
-    auto versions = volume().ListVersions(ctx_, "/" + request_.bucket + "/" + item.key);
+    auto versions = volume().ListVersions(ctx_, "/" + request_.bucket + "/" + entry.key.key);
     if (!versions.ok()) continue;  // removed while we listed
-    for (const VersionInfo& v : *versions) {
-      const char* tag = v.is_delete_marker ? "DeleteMarker" : "Version";
-      entries.Open(tag);
-      entries.Element("Key", enc(item.key));
-      entries.Element("VersionId", v.version_id);
-      entries.Element("IsLatest", v.is_current ? "true" : "false");
-      entries.Element("LastModified", IsoDate(v.mtime_ns));
-      if (!v.is_delete_marker) {
-        entries.Element("ETag", QuoteEtag(v.etag));
-        entries.Element("Size", std::to_string(v.size));
-        entries.Element("StorageClass", "STANDARD");
-      }
-      entries.Close(tag);
-      count++;
-    }
-    next_key = item.key;
+    count += static_cast<int64_t>(versions->size());
+    next_key = entry.key.key;
+    keys.push_back({std::move(entry.key.key), std::move(versions).value()});
   }
   XmlWriter xml;
   xml.Open("ListVersionsResult", true);
   xml.Element("Name", request_.bucket);
-  xml.Element("Prefix", enc(prefix));
-  xml.Element("KeyMarker", enc(key_marker));
+  xml.Element("Prefix", params->Encode(params->prefix));
+  xml.Element("KeyMarker", params->Encode(key_marker));
   xml.Element("VersionIdMarker", request_.Query("version-id-marker").value_or(""));
-  xml.Element("MaxKeys", std::to_string(max_keys));
-  if (!delimiter.empty()) xml.Element("Delimiter", enc(delimiter));
-  if (url) xml.Element("EncodingType", "url");
+  xml.Element("MaxKeys", std::to_string(params->max_keys));
+  if (!params->delimiter.empty()) xml.Element("Delimiter", params->Encode(params->delimiter));
+  if (params->url) xml.Element("EncodingType", "url");
   xml.Element("IsTruncated", truncated ? "true" : "false");
-  if (truncated) xml.Element("NextKeyMarker", enc(next_key));
-  std::string out = xml.Finish();
-  std::string body = entries.Finish();
-  out += body.substr(body.find("?>") + 2);
-  XmlWriter tail;
-  for (const std::string& p : common_prefixes) {
-    tail.Open("CommonPrefixes");
-    tail.Element("Prefix", enc(p));
-    tail.Close("CommonPrefixes");
+  if (truncated) xml.Element("NextKeyMarker", params->Encode(next_key));
+  for (const KeyVersions& k : keys) {
+    for (const VersionInfo& v : k.versions) {
+      const char* tag = v.is_delete_marker ? "DeleteMarker" : "Version";
+      xml.Open(tag);
+      xml.Element("Key", params->Encode(k.key));
+      xml.Element("VersionId", v.version_id);
+      xml.Element("IsLatest", v.is_current ? "true" : "false");
+      xml.Element("LastModified", FormatIso8601(v.mtime_ns, /*millis=*/true));
+      if (!v.is_delete_marker) {
+        xml.Element("ETag", QuoteEtag(v.etag));
+        xml.Element("Size", std::to_string(v.size));
+        xml.Element("StorageClass", "STANDARD");
+      }
+      xml.Close(tag);
+    }
   }
-  tail.Close("ListVersionsResult");
-  std::string rest = tail.Finish();
-  out += rest.substr(rest.find("?>") + 2);
-  SendXml(200, out);
+  WriteCommonPrefixes(xml, common_prefixes, *params);
+  xml.Close("ListVersionsResult");
+  SendXml(200, xml.Finish());
 }
 
 void S3Frontend::Call::DeleteObjects() {
@@ -889,7 +902,7 @@ void S3Frontend::Call::DeleteObjects() {
     if (done.ok()) {
       done = version ? volume().DeleteVersion(ctx_, path, *version) : volume().Unlink(ctx_, path);
       if (done.code() == StatusCode::kNotFound && !version) done = OkStatus();  // idempotent
-      if (done.ok()) PruneEmptyParents(path);
+      if (done.ok()) PruneEmptyParents(*bucket, path);
     }
     if (done.ok()) {
       if (quiet) continue;
@@ -1134,7 +1147,7 @@ void S3Frontend::Call::GetObject(bool head) {
                                    std::string(param) + " may not contain control characters"));
       }
       std::erase_if(headers, [&, name = header](const net::HttpHeader& h) {
-        return Lower(h.name) == Lower(name);
+        return AsciiLower(h.name) == AsciiLower(name);
       });
       headers.push_back({std::string(header), *value});
     }
@@ -1177,7 +1190,7 @@ void S3Frontend::Call::DeleteObject() {
       if (done.code() == StatusCode::kInvalidArgument) done = NotFound("bad version id");
       return SendStatus(done, Missing::kVersion);
     }
-    PruneEmptyParents(path);
+    PruneEmptyParents(*bucket, path);
     return SendEmpty(204, {{"x-amz-version-id", *version}});
   }
   Status done;
@@ -1192,7 +1205,7 @@ void S3Frontend::Call::DeleteObject() {
       done.code() != StatusCode::kNotADirectory && done.code() != StatusCode::kIsADirectory) {
     return SendStatus(done);
   }
-  PruneEmptyParents(path);
+  PruneEmptyParents(*bucket, path);
   std::vector<net::HttpHeader> headers;
   if (done.ok() && VersioningOn(*bucket)) headers.push_back({"x-amz-delete-marker", "true"});
   SendEmpty(204, std::move(headers));
@@ -1253,7 +1266,7 @@ void S3Frontend::Call::CopyObject(const CopySource& source) {
   if (!info.ok()) return SendStatus(info.status());
   XmlWriter xml;
   xml.Open("CopyObjectResult", true);
-  xml.Element("LastModified", IsoDate(info->mtime_ns));
+  xml.Element("LastModified", FormatIso8601(info->mtime_ns, /*millis=*/true));
   xml.Element("ETag", QuoteEtag(info->etag));
   xml.Close("CopyObjectResult");
   std::string body = xml.Finish();

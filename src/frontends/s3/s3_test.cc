@@ -9,6 +9,7 @@
 
 #include "auth/identity_store.h"
 #include "auth/sigv4.h"
+#include "base/ascii.h"
 #include "base/clock.h"
 #include "chunk/chunk_id.h"
 #include "chunk/mem_chunk_store.h"
@@ -85,8 +86,7 @@ class S3Test : public ::testing::Test {
       req.query = *sigv4::ParseQueryString(http.query);
       std::vector<std::string> signed_headers;
       for (const auto& h : http.headers) {
-        std::string name = h.name;
-        for (char& c : name) c = static_cast<char>(std::tolower(c));
+        std::string name = AsciiLower(h.name);
         req.headers.push_back({name, h.value});
         signed_headers.push_back(name);
       }
@@ -395,6 +395,74 @@ TEST_F(S3Test, StreamingTrailerChecksum) {
                    [](const sigv4::ChunkVerifier&) { return std::string("5\r\nhel"); });
   EXPECT_TRUE(cut.HasCode("IncompleteBody")) << cut.body;
   EXPECT_EQ(Send("GET", "/trailer/cut").status, 404);
+}
+
+// docs/s3.md's conditional PUT and copy conditions.
+TEST_F(S3Test, ConditionalPutAndCopy) {
+  ASSERT_EQ(Send("PUT", "/cond").status, 200);
+  Reply first = Send("PUT", "/cond/k", "one", {{"If-None-Match", "*"}});
+  ASSERT_EQ(first.status, 200) << first.body;
+  EXPECT_TRUE(
+      Send("PUT", "/cond/k", "two", {{"If-None-Match", "*"}}).HasCode("PreconditionFailed"));
+  EXPECT_TRUE(
+      Send("PUT", "/cond/k", "two", {{"If-Match", "\"0000\""}}).HasCode("PreconditionFailed"));
+  EXPECT_EQ(Send("GET", "/cond/k").body, "one");
+  EXPECT_EQ(Send("PUT", "/cond/k", "two", {{"If-Match", first.headers["etag"]}}).status, 200);
+  EXPECT_EQ(Send("GET", "/cond/k").body, "two");
+  Reply copy = Send("PUT", "/cond/copy", "",
+                    {{"x-amz-copy-source", "/cond/k"}, {"x-amz-copy-source-if-match", "\"0\""}});
+  EXPECT_TRUE(copy.HasCode("PreconditionFailed")) << copy.body;
+  EXPECT_EQ(Send("GET", "/cond/copy").status, 404);
+}
+
+// Versioning "Enabled" keeps every old version through garbage collection; "Suspended" lets
+// them expire again.
+TEST_F(S3Test, VersioningControlsGarbageCollection) {
+  ASSERT_EQ(Send("PUT", "/vers").status, 200);
+  const std::string enabled =
+      "<VersioningConfiguration><Status>Enabled</Status></VersioningConfiguration>";
+  ASSERT_EQ(Send("PUT", "/vers?versioning", enabled).status, 200);
+  Reply v1 = Send("PUT", "/vers/k", "old");
+  ASSERT_EQ(Send("PUT", "/vers/k", "new").status, 200);
+  std::string id = v1.headers["x-amz-version-id"];
+  ASSERT_FALSE(id.empty());
+  GcOptions now;
+  now.keep_noncurrent_ns = 0;
+  ASSERT_TRUE(volume_->CollectGarbage(RequestContext{}, now).ok());
+  EXPECT_EQ(Send("GET", "/vers/k?versionId=" + id).body, "old");
+
+  ASSERT_EQ(Send("PUT", "/vers?versioning",
+                 "<VersioningConfiguration><Status>Suspended</Status></VersioningConfiguration>")
+                .status,
+            200);
+  ASSERT_TRUE(volume_->CollectGarbage(RequestContext{}, now).ok());
+  EXPECT_EQ(Send("GET", "/vers/k?versionId=" + id).status, 404);
+  EXPECT_TRUE(Send("PUT", "/vers?versioning",
+                   "<VersioningConfiguration><Status>On</Status>"
+                   "</VersioningConfiguration>")
+                  .HasCode("MalformedXML"));
+}
+
+// A key ending in '/' with an empty body is a directory: it lists as a common prefix.
+TEST_F(S3Test, DirectoryMarker) {
+  ASSERT_EQ(Send("PUT", "/dirs").status, 200);
+  ASSERT_EQ(Send("PUT", "/dirs/photos/", "").status, 200);
+  Reply list = Send("GET", "/dirs?list-type=2&delimiter=/");
+  EXPECT_NE(list.body.find("<Prefix>photos/</Prefix>"), std::string::npos) << list.body;
+  EXPECT_EQ(Send("PUT", "/dirs/photos/", "not empty").status, 400);
+}
+
+// Signature Version 2 is refused with a message that says what to change, not treated as
+// anonymous.
+TEST_F(S3Test, SignatureVersion2IsRefused) {
+  ASSERT_EQ(Send("PUT", "/sigv2").status, 200);
+  Reply header = Send("GET", "/sigv2", "", {{"Authorization", "AWS ROOTACCESSKEY0000000:abc="}},
+                      /*access=*/"");
+  EXPECT_TRUE(header.HasCode("InvalidRequest")) << header.body;
+  EXPECT_NE(header.body.find("s3v4"), std::string::npos);
+  Reply query = Send("GET", "/sigv2?AWSAccessKeyId=ROOTACCESSKEY0000000&Signature=x&Expires=1", "",
+                     {}, /*access=*/"");
+  EXPECT_TRUE(query.HasCode("InvalidRequest")) << query.body;
 }
 
 }  // namespace

@@ -21,16 +21,6 @@ std::string Tagged(char tag) {
   return std::string(1, tag);
 }
 
-void PutSigned(std::string* out, int64_t v) {
-  PutVarint64(out, static_cast<uint64_t>(v));
-}
-bool GetSigned(ByteReader* r, int64_t* v) {
-  uint64_t u = 0;
-  if (!r->GetVarint64(&u)) return false;
-  *v = static_cast<int64_t>(u);
-  return true;
-}
-
 uint8_t CodecOf(const Dirent&) {
   return kCodecVersion;
 }
@@ -84,8 +74,8 @@ void PutInodeBody(std::string* out, const Inode& i) {
   PutVarint64(out, i.uid);
   PutVarint64(out, i.gid);
   PutVarint64(out, i.size);
-  PutSigned(out, i.mtime_ns);
-  PutSigned(out, i.ctime_ns);
+  PutSignedVarint64(out, i.mtime_ns);
+  PutSignedVarint64(out, i.ctime_ns);
   PutVarint64(out, i.content_seq);
   PutLengthPrefixed(out, i.etag);
   PutVarint64(out, i.chunks);
@@ -107,9 +97,10 @@ bool GetInodeBody(ByteReader* r, uint8_t codec, Inode* i) {
   if (!r->GetByte(&t) || !ValidType(t)) return false;
   i->type = static_cast<FileType>(t);
   if (!GetU32(r, &i->mode) || !GetU32(r, &i->uid) || !GetU32(r, &i->gid) ||
-      !r->GetVarint64(&i->size) || !GetSigned(r, &i->mtime_ns) || !GetSigned(r, &i->ctime_ns) ||
-      !r->GetVarint64(&i->content_seq) || !r->GetLengthPrefixed(&etag) ||
-      !r->GetVarint64(&i->chunks) || !r->GetLengthPrefixed(&target)) {
+      !r->GetVarint64(&i->size) || !r->GetSignedVarint64(&i->mtime_ns) ||
+      !r->GetSignedVarint64(&i->ctime_ns) || !r->GetVarint64(&i->content_seq) ||
+      !r->GetLengthPrefixed(&etag) || !r->GetVarint64(&i->chunks) ||
+      !r->GetLengthPrefixed(&target)) {
     return false;
   }
   i->etag = std::string(etag);
@@ -147,7 +138,7 @@ std::string EncodeHistory(const History<T>& h, PutBody put) {
   std::string out(1, static_cast<char>(CodecOf(h.value)));
   PutVarint64(&out, h.seq_begin);
   PutVarint64(&out, h.seq_end);
-  PutSigned(&out, h.end_time_ns);
+  PutSignedVarint64(&out, h.end_time_ns);
   put(&out, h.value);
   return out;
 }
@@ -158,7 +149,7 @@ Result<History<T>> DecodeHistory(std::string_view v, GetBody get, std::string_vi
   History<T> h;
   uint8_t codec = 0;
   if (!r.GetByte(&codec) || !r.GetVarint64(&h.seq_begin) || !r.GetVarint64(&h.seq_end) ||
-      !GetSigned(&r, &h.end_time_ns) || !get(&r, codec, &h.value) || !r.empty()) {
+      !r.GetSignedVarint64(&h.end_time_ns) || !get(&r, codec, &h.value) || !r.empty()) {
     return Malformed(what);
   }
   return h;
@@ -260,7 +251,7 @@ std::string EncodeManifest(const Manifest& m) {
   std::string out(1, static_cast<char>(codec));
   PutVarint64(&out, m.size);
   PutLengthPrefixed(&out, m.etag);
-  PutSigned(&out, m.mtime_ns);
+  PutSignedVarint64(&out, m.mtime_ns);
   PutVarint64(&out, m.chunks.size());
   out.reserve(out.size() + m.chunks.size() * (ChunkId::kSize + 4));
   for (const ChunkRef& c : m.chunks) {
@@ -278,7 +269,7 @@ Result<Manifest> DecodeManifest(std::string_view v) {
   uint64_t n = 0;
   uint8_t codec = 0;
   if (!r.GetByte(&codec) || (codec != kCodecVersion && codec != kCodecWithAttributes) ||
-      !r.GetVarint64(&m.size) || !r.GetLengthPrefixed(&etag) || !GetSigned(&r, &m.mtime_ns) ||
+      !r.GetVarint64(&m.size) || !r.GetLengthPrefixed(&etag) || !r.GetSignedVarint64(&m.mtime_ns) ||
       !r.GetVarint64(&n) || n > r.remaining()) {
     return Malformed("manifest");
   }
@@ -304,7 +295,7 @@ std::string EncodeSnapshot(const SnapshotInfo& s) {
   std::string out(1, static_cast<char>(kCodecVersion));
   PutVarint64(&out, s.sequence);
   PutLengthPrefixed(&out, s.path);
-  PutSigned(&out, s.created_ns);
+  PutSignedVarint64(&out, s.created_ns);
   return out;
 }
 
@@ -314,7 +305,7 @@ Result<SnapshotInfo> DecodeSnapshot(std::string_view name, std::string_view v) {
   s.name = std::string(name);
   std::string_view path;
   if (!GetVersionByte(&r) || !r.GetVarint64(&s.sequence) || !r.GetLengthPrefixed(&path) ||
-      !GetSigned(&r, &s.created_ns) || !r.empty()) {
+      !r.GetSignedVarint64(&s.created_ns) || !r.empty()) {
     return Malformed("snapshot");
   }
   s.path = std::string(path);
@@ -323,7 +314,7 @@ Result<SnapshotInfo> DecodeSnapshot(std::string_view name, std::string_view v) {
 
 std::string EncodeChange(const Change& c) {
   std::string out(1, static_cast<char>(kCodecVersion));
-  PutSigned(&out, c.time_ns);
+  PutSignedVarint64(&out, c.time_ns);
   PutLengthPrefixed(&out, c.op);
   PutLengthPrefixed(&out, c.path);
   PutLengthPrefixed(&out, c.path2);
@@ -336,7 +327,7 @@ Result<Change> DecodeChange(uint64_t seq, std::string_view v) {
   Change c;
   c.sequence = seq;
   std::string_view op, path, path2, principal;
-  if (!GetVersionByte(&r) || !GetSigned(&r, &c.time_ns) || !r.GetLengthPrefixed(&op) ||
+  if (!GetVersionByte(&r) || !r.GetSignedVarint64(&c.time_ns) || !r.GetLengthPrefixed(&op) ||
       !r.GetLengthPrefixed(&path) || !r.GetLengthPrefixed(&path2) ||
       !r.GetLengthPrefixed(&principal) || !r.empty()) {
     return Malformed("change feed");

@@ -11,6 +11,7 @@
 #include "frontends/s3/request.h"
 #include "frontends/s3/s3_error.h"
 #include "frontends/s3/s3_frontend.h"
+#include "frontends/s3/xml.h"
 
 namespace weft::s3 {
 
@@ -87,6 +88,9 @@ class S3Frontend::Call {
   // Streams the request payload into `writer`; aborts it on any error.
   Status CopyPayloadInto(FileWriter& writer, PayloadReader& payload);
   Result<std::unique_ptr<PayloadReader>> Payload();
+  // The request body as an XML document whose root is `root` (MalformedXML otherwise); with
+  // `optional` an empty body gives a null document.
+  Result<std::unique_ptr<XmlDocument>> ReadXmlBody(std::string_view root, bool optional = false);
   // Removes now-empty directories from `path`'s parent up to (not including) the bucket.
   void PruneEmptyParents(const FileInfo& bucket, const std::string& path);
   // Multipart helpers.

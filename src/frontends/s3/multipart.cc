@@ -20,7 +20,6 @@ constexpr std::string_view kAttrUploadInitiator = "upload.initiator";
 constexpr uint64_t kMinPartBytes = 5 << 20;
 constexpr uint64_t kMaxPartBytes = uint64_t{5} << 30;
 constexpr int64_t kMaxParts = 10000;
-constexpr size_t kMaxXmlBody = 2 << 20;
 
 std::string PartName(int64_t part) {
   char name[32];
@@ -181,11 +180,7 @@ void S3Frontend::Call::CompleteMultipartUpload() {
   std::string upload_id = request_.Query("uploadId").value_or("");
   auto upload = FindUpload(upload_id);
   if (!upload.ok()) return SendStatus(upload.status(), Missing::kUpload);
-  auto payload = Payload();
-  if (!payload.ok()) return SendStatus(payload.status());
-  auto body = (*payload)->ReadAll(kMaxXmlBody);
-  if (!body.ok()) return SendStatus(body.status());
-  auto doc = XmlDocument::Parse(*body, "CompleteMultipartUpload");
+  auto doc = ReadXmlBody("CompleteMultipartUpload");
   if (!doc.ok()) return SendStatus(doc.status());
   std::vector<XmlElement> parts = (*doc)->root().Children("Part");
   if (parts.empty()) {

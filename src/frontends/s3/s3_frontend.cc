@@ -518,6 +518,14 @@ Result<Attributes> S3Frontend::Call::AttributesFromHeaders() {
   return attributes;
 }
 
+Result<std::unique_ptr<XmlDocument>> S3Frontend::Call::ReadXmlBody(std::string_view root,
+                                                                   bool optional) {
+  WEFT_ASSIGN_OR_RETURN(std::unique_ptr<PayloadReader> payload, Payload());
+  WEFT_ASSIGN_OR_RETURN(std::string body, payload->ReadAll(kMaxXmlBody));
+  if (optional && body.empty()) return std::unique_ptr<XmlDocument>();
+  return XmlDocument::Parse(body, root);
+}
+
 Status S3Frontend::Call::CopyPayloadInto(FileWriter& writer, PayloadReader& payload) {
   // Small objects are the common case: no 1 MiB zero-filled buffer for a 4 KiB PUT.
   std::string buf(std::clamp<uint64_t>(payload.declared_length().value_or(kIoBytes), 1, kIoBytes),
@@ -587,14 +595,9 @@ void S3Frontend::Call::ListBuckets() {
 }
 
 void S3Frontend::Call::CreateBucket() {
-  auto payload = Payload();
-  if (!payload.ok()) return SendStatus(payload.status());
-  auto body = (*payload)->ReadAll(kMaxXmlBody);
-  if (!body.ok()) return SendStatus(body.status());
-  if (!body->empty()) {
-    auto doc = XmlDocument::Parse(*body, "CreateBucketConfiguration");
-    if (!doc.ok()) return SendStatus(doc.status());
-  }
+  // The optional body only names a region; it must still be well-formed.
+  auto config = ReadXmlBody("CreateBucketConfiguration", /*optional=*/true);
+  if (!config.ok()) return SendStatus(config.status());
   auto made = volume().Mkdir(ctx_, "/" + request_.bucket, 0755, false);
   if (!made.ok()) {
     if (made.status().code() == StatusCode::kAlreadyExists) {
@@ -652,11 +655,7 @@ void S3Frontend::Call::GetBucketVersioning() {
 void S3Frontend::Call::PutBucketVersioning() {
   auto bucket = StatBucket(request_.bucket);
   if (!bucket.ok()) return SendStatus(bucket.status(), Missing::kBucket);
-  auto payload = Payload();
-  if (!payload.ok()) return SendStatus(payload.status());
-  auto body = (*payload)->ReadAll(kMaxXmlBody);
-  if (!body.ok()) return SendStatus(body.status());
-  auto doc = XmlDocument::Parse(*body, "VersioningConfiguration");
+  auto doc = ReadXmlBody("VersioningConfiguration");
   if (!doc.ok()) return SendStatus(doc.status());
   auto status = (*doc)->root().Child("Status");
   if (!status || (status->text() != "Enabled" && status->text() != "Suspended")) {
@@ -875,11 +874,7 @@ void S3Frontend::Call::ListObjectVersions() {
 void S3Frontend::Call::DeleteObjects() {
   auto bucket = StatBucket(request_.bucket);
   if (!bucket.ok()) return SendStatus(bucket.status(), Missing::kBucket);
-  auto payload = Payload();
-  if (!payload.ok()) return SendStatus(payload.status());
-  auto body = (*payload)->ReadAll(kMaxXmlBody);
-  if (!body.ok()) return SendStatus(body.status());
-  auto doc = XmlDocument::Parse(*body, "Delete");
+  auto doc = ReadXmlBody("Delete");
   if (!doc.ok()) return SendStatus(doc.status());
   bool quiet = false;
   if (auto q = (*doc)->root().Child("Quiet")) quiet = q->text() == "true";

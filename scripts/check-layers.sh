@@ -14,8 +14,9 @@ declare -A allowed=(
   [auth]="base io chunk meta vfs"
   [net]="base"
   [frontends]="base io chunk meta vfs auth net"
-  [server]="base io chunk meta vfs auth net frontends"
-  [cli]="base io chunk meta vfs auth net frontends server"
+  [fabric]="base io chunk meta vfs auth net"
+  [server]="base io chunk meta vfs auth net frontends fabric"
+  [cli]="base io chunk meta vfs auth net frontends fabric server"
 )
 
 bad=0

@@ -19,6 +19,7 @@
 #include <utility>
 
 #include "auth/sigv4.h"
+#include "base/ascii.h"
 #include "base/bytes.h"
 
 namespace weft::auth {
@@ -1002,6 +1003,47 @@ Result<std::string> LoadOrCreateServerKey(FileSystem& fs, const std::string& pat
   }
   WEFT_RETURN_IF_ERROR(fs.SyncDir(Dirname(path)).WithContext("writing server key " + path));
   return key;
+}
+
+Result<std::string> AuthenticateBearer(std::optional<std::string_view> authorization,
+                                       IdentityStore& identities, std::string_view how_to_get_one) {
+  if (!authorization) {
+    return PermissionDenied("Unauthenticated: send 'Authorization: Bearer <token>'; " +
+                            std::string(how_to_get_one));
+  }
+  std::string_view value = *authorization;
+  constexpr std::string_view kScheme = "bearer ";
+  if (value.size() <= kScheme.size() || !EqualsIgnoreCase(value.substr(0, kScheme.size()), kScheme))
+    return PermissionDenied("Unauthenticated: the Authorization scheme must be Bearer");
+  value.remove_prefix(kScheme.size());
+  while (!value.empty() && value.front() == ' ') value.remove_prefix(1);
+  while (!value.empty() && value.back() == ' ') value.remove_suffix(1);
+  Result<std::string> user = identities.VerifyToken(value);
+  if (!user.ok() && user.status().code() == StatusCode::kPermissionDenied) {
+    std::string_view why = user.status().message();
+    if (why.starts_with("AccessDenied: ")) why.remove_prefix(14);
+    return PermissionDenied("Unauthenticated: " + std::string(why));
+  }
+  return user;
+}
+
+Result<BearerToken> IssueTokenForKey(IdentityStore& identities, std::string_view access_key_id,
+                                     std::string_view secret, int64_t ttl_ns) {
+  // Compared as digests, so the time taken says nothing about the secret.
+  auto equal = [](std::string_view a, std::string_view b) {
+    std::string ha = sigv4::Sha256Hex(a), hb = sigv4::Sha256Hex(b);
+    return CRYPTO_memcmp(ha.data(), hb.data(), ha.size()) == 0;
+  };
+  const Status wrong =
+      PermissionDenied("InvalidCredentials: the access key id or secret access key is wrong");
+  Result<AccessKey> key = identities.LookupKey(access_key_id);
+  if (!key.ok()) {
+    if (key.status().code() != StatusCode::kNotFound) return key.status();
+    (void)equal(secret, secret);  // as much work as for a known id
+    return wrong;
+  }
+  if (!equal(key->secret_key, secret)) return wrong;
+  return identities.IssueToken(key->user, ttl_ns);
 }
 
 }  // namespace weft::auth

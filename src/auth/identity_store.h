@@ -107,6 +107,18 @@ class IdentityStore {
   virtual Status Authorize(std::string_view principal, uint8_t needed, std::string_view path) = 0;
 };
 
+// An "Authorization: Bearer <token>" header value -> the user the token names. PermissionDenied
+// starting "Unauthenticated: " when the header is missing, not Bearer, forged or expired;
+// `how_to_get_one` ends the message for a missing header.
+Result<std::string> AuthenticateBearer(std::optional<std::string_view> authorization,
+                                       IdentityStore& identities, std::string_view how_to_get_one);
+
+// A token for the user owning access key `access_key_id`, if `secret` is its secret (compared
+// in constant time); PermissionDenied "InvalidCredentials: ..." otherwise, the same for an
+// unknown id and a wrong secret.
+Result<BearerToken> IssueTokenForKey(IdentityStore& identities, std::string_view access_key_id,
+                                     std::string_view secret, int64_t ttl_ns);
+
 // Size of the server key that IdentityStore::Open takes.
 inline constexpr size_t kServerKeyBytes = 32;
 

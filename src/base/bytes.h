@@ -69,4 +69,8 @@ class ByteReader {
 // "1.5 GiB" style.
 std::string HumanBytes(uint64_t bytes);
 
+// Whether JSON `text` nests arrays and objects at most `max_depth` deep (strings skipped), so
+// a hostile body cannot drive a recursive parser off the stack. Does not validate the JSON.
+bool JsonNestingWithin(std::string_view text, int max_depth);
+
 }  // namespace weft

@@ -355,6 +355,78 @@ int RunWeft(int argc, char** argv, const VolumeOpener& opener, int in_fd, FILE* 
       };
     });
 
+    server::SpokeOptions spoke;
+    CLI::App* spoke_cmd = AddCommand(
+        app, "spoke",
+        "Run a spoke: extend hub directories (portals) here and serve them over S3 and REST\n"
+        "as if they were local. Metadata is cached under leases from the hub (reads are never\n"
+        "older than a write that finished before them); file content is fetched as chunks only\n"
+        "when read and kept in --cache; writes go through to the hub and return once it has\n"
+        "committed them. Other spokes can chain to this one with --hub pointing here.\n"
+        "The hub user's key comes from WEFT_HUB_ACCESS_KEY / WEFT_HUB_SECRET_KEY; local clients\n"
+        "sign with the spoke's own root key (WEFT_ROOT_ACCESS_KEY / WEFT_ROOT_SECRET_KEY).",
+        "WEFT_HUB_ACCESS_KEY=... WEFT_HUB_SECRET_KEY=... weft spoke --hub https://hub:9000 \\\n"
+        "    --cache /nvme/weft --site gpu-west --tags us,gpu --portal "
+        "/datasets/imagenet:/imagenet\n"
+        "  aws --endpoint-url http://127.0.0.1:9100 s3 ls s3://imagenet/");
+    spoke_cmd->add_option("--hub", spoke.hub_url, "URL of the hub (or of a spoke to chain to)")
+        ->required();
+    spoke_cmd->add_option("--cache", spoke.cache_dir, "Directory for cached chunks and identities")
+        ->capture_default_str();
+    spoke_cmd->add_option("--site", spoke.site, "This site's name, as the hub lists it")
+        ->required();
+    spoke_cmd->add_option("--tags", spoke.tags, "Site tags for residency rules (comma-separated)")
+        ->delimiter(',');
+    spoke_cmd
+        ->add_option("--portal", spoke.portals,
+                     "HUBPATH[:LOCALPATH]: a hub directory and where it appears here (repeatable)")
+        ->required();
+    spoke_cmd->add_option("--listen", spoke.listen, "HOST:PORT to serve on (port 0: any free)")
+        ->capture_default_str();
+    spoke_cmd->add_option("--tls-cert", spoke.tls_cert_file, "PEM certificate: serve HTTPS");
+    spoke_cmd->add_option("--tls-key", spoke.tls_key_file, "PEM private key for --tls-cert");
+    spoke_cmd->add_option("--hub-ca-file", spoke.hub_ca_file,
+                          "PEM CA certificates for an https:// hub");
+    spoke_cmd->add_option("--connections", spoke.connections, "Parallel connections to the hub")
+        ->capture_default_str();
+    int64_t hub_timeout_ms = spoke.hub_timeout.count();
+    spoke_cmd
+        ->add_option("--hub-timeout-ms", hub_timeout_ms,
+                     "How long a read waits for an unreachable hub before failing")
+        ->capture_default_str();
+    spoke_cmd->add_option("--region", spoke.region, "Region clients sign requests for")
+        ->capture_default_str();
+    spoke_cmd->callback([&] {
+      action = [&](CommandEnv& env) {
+        spoke.hub_timeout = std::chrono::milliseconds(hub_timeout_ms);
+        Status served = server::RunSpoke(spoke, env.out());
+        return served.ok() ? kExitOk : env.Fail("spoke", served);
+      };
+    });
+
+    CLI::App* dev_cmd = app.add_subcommand("dev", "Tools for developing and testing Weft");
+    dev_cmd->require_subcommand(1);
+    server::WanOptions wan;
+    CLI::App* wan_cmd = AddCommand(
+        *dev_cmd, "wan",
+        "Emulate a WAN link: a TCP proxy that delays each direction by --delay-ms and limits\n"
+        "it to --rate-mbit (shared by all connections), counting bytes. Point a spoke's --hub\n"
+        "at it to see how Weft behaves across regions. Runs until Ctrl-C, then prints the bytes.",
+        "weft dev wan --listen 127.0.0.1:9001 --target 127.0.0.1:9000 --delay-ms 40 --rate-mbit "
+        "500");
+    wan_cmd->add_option("--listen", wan.listen, "HOST:PORT to accept on")->capture_default_str();
+    wan_cmd->add_option("--target", wan.target, "HOST:PORT to forward to")->required();
+    wan_cmd->add_option("--delay-ms", wan.delay_ms, "One-way delay in milliseconds")
+        ->capture_default_str();
+    wan_cmd->add_option("--rate-mbit", wan.rate_mbit, "Rate per direction in Mbit/s (0: unlimited)")
+        ->capture_default_str();
+    wan_cmd->callback([&] {
+      action = [&](CommandEnv& env) {
+        Status ran = server::RunWanEmulator(wan, env.out());
+        return ran.ok() ? kExitOk : env.Fail("dev wan", ran);
+      };
+    });
+
     try {
       app.parse(argc, argv);
     } catch (const CLI::CallForHelp&) {

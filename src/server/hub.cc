@@ -7,10 +7,16 @@
 #include <cstdlib>
 
 #include "auth/identity_store.h"
+#include "chunk/caching_chunk_store.h"
+#include "chunk/pack_chunk_store.h"
+#include "fabric/coherent_volume.h"
+#include "fabric/hub_service.h"
+#include "fabric/portal_volume.h"
 #include "frontends/rest/rest_frontend.h"
 #include "frontends/s3/s3_frontend.h"
 #include "io/file_system.h"
 #include "net/http_server.h"
+#include "net/wan_emulator.h"
 #include "server/identity.h"
 #include "server/router.h"
 #include "vfs/local_volume.h"
@@ -56,6 +62,26 @@ std::string CapacityMetrics(Volume& volume) {
   return out;
 }
 
+std::string SpokeMetrics(const fabric::PortalVolume& portal) {
+  const fabric::PortalStats s = portal.Stats();
+  std::string out;
+  auto counter = [&](std::string_view name, std::string_view help, uint64_t value) {
+    out += "# HELP " + std::string(name) + " " + std::string(help) + "\n";
+    out += "# TYPE " + std::string(name) + " counter\n";
+    out += std::string(name) + " " + std::to_string(value) + "\n";
+  };
+  counter("weft_spoke_metadata_hits_total", "Metadata answered under a lease.", s.metadata_hits);
+  counter("weft_spoke_metadata_misses_total", "Metadata asked of the hub.", s.metadata_misses);
+  counter("weft_spoke_chunk_hits_total", "Chunks found in the spoke's store.", s.chunk_hits);
+  counter("weft_spoke_chunks_fetched_total", "Chunks fetched from the hub.", s.chunks_fetched);
+  counter("weft_spoke_wire_bytes_fetched_total", "Chunk bytes received from the hub.",
+          s.bytes_fetched);
+  counter("weft_spoke_wire_bytes_uploaded_total", "Chunk bytes sent to the hub.", s.bytes_uploaded);
+  counter("weft_spoke_invalidations_total", "Invalidations received from the hub.",
+          s.invalidations);
+  return out;
+}
+
 }  // namespace
 
 Status ParseListenAddress(const std::string& listen, std::string* host, uint16_t* port) {
@@ -76,34 +102,79 @@ Status ParseListenAddress(const std::string& listen, std::string* host, uint16_t
   return OkStatus();
 }
 
-Status RunHub(const HubOptions& options, FILE* out) {
-  net::HttpServerOptions http;
-  WEFT_RETURN_IF_ERROR(ParseListenAddress(options.listen, &http.host, &http.port));
-  http.tls_cert_file = options.tls_cert_file;
-  http.tls_key_file = options.tls_key_file;
-  if (http.tls_cert_file.empty() != http.tls_key_file.empty()) {
-    return InvalidArgument("--tls-cert and --tls-key go together");
-  }
+namespace {
 
-  // Signals are taken by sigwait below, so block them before any thread starts.
+// Blocks SIGTERM and SIGINT for every thread started after it, so that WaitForSignal's
+// sigwait takes them. Call before any thread starts.
+sigset_t BlockTerminationSignals() {
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  return signals;
+}
+
+Result<net::HttpServerOptions> HttpOptions(const std::string& listen, const std::string& cert,
+                                           const std::string& key) {
+  net::HttpServerOptions http;
+  WEFT_RETURN_IF_ERROR(ParseListenAddress(listen, &http.host, &http.port));
+  http.tls_cert_file = cert;
+  http.tls_key_file = key;
+  if (http.tls_cert_file.empty() != http.tls_key_file.empty()) {
+    return InvalidArgument("--tls-cert and --tls-key go together");
+  }
+  return http;
+}
+
+// Waits for SIGTERM/SIGINT, then lets requests in flight finish.
+void ServeUntilSignal(const sigset_t& signals, net::HttpServer& server,
+                      std::chrono::milliseconds grace, FILE* out) {
+  int signal_number = 0;
+  sigwait(&signals, &signal_number);
+  std::fprintf(out, "weft: %s: finishing requests in flight\n",
+               signal_number == SIGTERM ? "SIGTERM" : "SIGINT");
+  std::fflush(out);
+  server.Shutdown(grace);
+  std::fprintf(out, "weft: stopped\n");
+}
+
+// Present once any spoke has attached to the hub in this data directory. After a restart the
+// hub then holds mutations for one lease length: spokes may still hold leases from before.
+constexpr const char* kSpokesSeenFile = "/fabric-spokes-seen";
+
+}  // namespace
+
+Status RunHub(const HubOptions& options, FILE* out) {
+  WEFT_ASSIGN_OR_RETURN(net::HttpServerOptions http,
+                        HttpOptions(options.listen, options.tls_cert_file, options.tls_key_file));
+  const sigset_t signals = BlockTerminationSignals();
 
   FileSystem* fs = PosixFileSystem();
   WEFT_RETURN_IF_ERROR(fs->CreateDirs(options.data_dir));
-  WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Volume> volume, OpenLocalVolume(options.data_dir));
+  WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Volume> engine, OpenLocalVolume(options.data_dir));
   WEFT_ASSIGN_OR_RETURN(std::unique_ptr<auth::IdentityStore> identities,
                         OpenIdentityStore(options.data_dir));
   WEFT_RETURN_IF_ERROR(EnsureRootKey(*identities, out));
+
+  // Every front end writes through the coherent volume, which revokes spoke leases first.
+  fabric::LeaseTableOptions lease_options;
+  lease_options.lease = options.lease;
+  const std::string spokes_seen = options.data_dir + kSpokesSeenFile;
+  if (fs->Exists(spokes_seen)) lease_options.start_grace = options.lease;
+  fabric::LeaseTable leases(lease_options);
+  std::unique_ptr<Volume> volume = fabric::NewCoherentVolume(engine.get(), &leases);
+  fabric::HubServiceOptions fabric_options;
+  fabric_options.on_attach = [fs, spokes_seen] {
+    if (!fs->Exists(spokes_seen)) (void)WriteFileAtomically(fs, spokes_seen, "1\n");
+  };
 
   s3::S3Options s3_options;
   s3_options.region = options.region;
   s3::S3Frontend s3(*volume, *identities, s3_options);
   rest::RestFrontend rest(*volume, *identities);
-  Router router(&s3, &rest, [&volume] { return CapacityMetrics(*volume); });
+  fabric::HubService hub_service(volume.get(), &leases, identities.get(), fabric_options);
+  Router router(&s3, &rest, &hub_service, [&engine] { return CapacityMetrics(*engine); });
   WEFT_ASSIGN_OR_RETURN(std::unique_ptr<net::HttpServer> server,
                         net::HttpServer::Start(http, &router));
   std::fprintf(out,
@@ -112,14 +183,103 @@ Status RunHub(const HubOptions& options, FILE* out) {
                server->url().c_str(), options.data_dir.c_str(), server->url().c_str(),
                server->url().c_str());
   std::fflush(out);
+  ServeUntilSignal(signals, *server, options.shutdown_grace, out);
+  leases.Shutdown();
+  return OkStatus();
+}
 
+Status RunSpoke(const SpokeOptions& options, FILE* out) {
+  WEFT_ASSIGN_OR_RETURN(net::HttpServerOptions http,
+                        HttpOptions(options.listen, options.tls_cert_file, options.tls_key_file));
+  if (options.hub_url.empty()) return InvalidArgument("--hub URL is required");
+  if (options.site.empty()) return InvalidArgument("--site NAME is required");
+  fabric::PortalVolumeOptions portal_options;
+  for (const std::string& text : options.portals) {
+    WEFT_ASSIGN_OR_RETURN(fabric::Portal portal, fabric::ParsePortal(text));
+    portal_options.portals.push_back(portal);
+  }
+  portal_options.site = options.site;
+  portal_options.tags = options.tags;
+  const char* key = std::getenv("WEFT_HUB_ACCESS_KEY");
+  const char* secret = std::getenv("WEFT_HUB_SECRET_KEY");
+  if (key == nullptr || secret == nullptr) {
+    return InvalidArgument(
+        "set WEFT_HUB_ACCESS_KEY and WEFT_HUB_SECRET_KEY to the key of the hub user this spoke "
+        "acts as");
+  }
+  fabric::HubClientOptions hub;
+  hub.hub_url = options.hub_url;
+  hub.http.ca_file = options.hub_ca_file;
+  hub.access_key_id = key;
+  hub.secret_access_key = secret;
+  hub.connections = options.connections;
+  hub.hub_timeout = options.hub_timeout;
+  const sigset_t signals = BlockTerminationSignals();
+
+  FileSystem* fs = PosixFileSystem();
+  WEFT_RETURN_IF_ERROR(fs->CreateDirs(options.cache_dir));
+  WEFT_ASSIGN_OR_RETURN(std::unique_ptr<auth::IdentityStore> identities,
+                        OpenIdentityStore(options.cache_dir));
+  WEFT_RETURN_IF_ERROR(EnsureRootKey(*identities, out));
+  WEFT_ASSIGN_OR_RETURN(std::unique_ptr<ChunkStore> packs,
+                        OpenPackChunkStore(fs, options.cache_dir + "/packs", PackStoreOptions{}));
+  auto chunks = std::make_shared<CachingChunkStore>(std::move(packs), 256ull << 20);
+  WEFT_ASSIGN_OR_RETURN(std::unique_ptr<fabric::HubClient> client, fabric::HubClient::Open(hub));
+  WEFT_ASSIGN_OR_RETURN(std::unique_ptr<fabric::PortalVolume> portal,
+                        fabric::PortalVolume::Open(std::move(client), chunks, portal_options));
+
+  // Chained spokes attach here as to a hub: invalidations from upstream revoke their leases
+  // before this spoke acknowledges them.
+  fabric::LeaseTableOptions lease_options;
+  lease_options.lease = options.lease;
+  fabric::LeaseTable leases(lease_options);
+  portal->SetInvalidationHook(
+      [&leases](const fabric::Affected& affected) { auto revocation = leases.Revoke(affected); });
+  std::unique_ptr<Volume> volume = fabric::NewCoherentVolume(portal.get(), &leases);
+
+  s3::S3Options s3_options;
+  s3_options.region = options.region;
+  s3::S3Frontend s3(*volume, *identities, s3_options);
+  rest::RestFrontend rest(*volume, *identities);
+  fabric::HubService hub_service(volume.get(), &leases, identities.get(), {}, portal.get());
+  Router router(&s3, &rest, &hub_service, [&portal] { return SpokeMetrics(*portal); });
+  WEFT_ASSIGN_OR_RETURN(std::unique_ptr<net::HttpServer> server,
+                        net::HttpServer::Start(http, &router));
+  std::fprintf(out, "weft: spoke '%s' serving S3 at %s (hub %s, cache %s)\n", options.site.c_str(),
+               server->url().c_str(), options.hub_url.c_str(), options.cache_dir.c_str());
+  for (const fabric::Portal& p : portal_options.portals) {
+    std::fprintf(out, "weft: portal %s -> hub %s\n", p.local_path.c_str(), p.hub_path.c_str());
+  }
+  std::fflush(out);
+  ServeUntilSignal(signals, *server, options.shutdown_grace, out);
+  leases.Shutdown();
+  return OkStatus();
+}
+
+Status RunWanEmulator(const WanOptions& options, FILE* out) {
+  net::WanOptions wan;
+  WEFT_RETURN_IF_ERROR(ParseListenAddress(options.listen, &wan.listen_host, &wan.listen_port));
+  WEFT_RETURN_IF_ERROR(ParseListenAddress(options.target, &wan.target_host, &wan.target_port)
+                           .WithContext("--target"));
+  if (options.delay_ms < 0 || options.rate_mbit < 0) {
+    return InvalidArgument("--delay-ms and --rate-mbit cannot be negative");
+  }
+  wan.one_way_delay = std::chrono::microseconds(static_cast<int64_t>(options.delay_ms * 1000));
+  wan.rate_bytes_per_second = static_cast<uint64_t>(options.rate_mbit * 1e6 / 8);
+  const sigset_t signals = BlockTerminationSignals();
+  WEFT_ASSIGN_OR_RETURN(std::unique_ptr<net::WanEmulator> emulator, net::WanEmulator::Start(wan));
+  std::fprintf(out, "weft: WAN link %s:%u -> %s, %.1f ms each way, %s\n", wan.listen_host.c_str(),
+               emulator->port(), options.target.c_str(), options.delay_ms,
+               options.rate_mbit > 0 ? (std::to_string(options.rate_mbit) + " Mbit/s").c_str()
+                                     : "no rate limit");
+  std::fflush(out);
   int signal_number = 0;
   sigwait(&signals, &signal_number);
-  std::fprintf(out, "weft: %s: finishing requests in flight\n",
-               signal_number == SIGTERM ? "SIGTERM" : "SIGINT");
-  std::fflush(out);
-  server->Shutdown(options.shutdown_grace);
-  std::fprintf(out, "weft: stopped\n");
+  emulator->Stop();
+  std::fprintf(out, "weft: bytes upstream %llu, downstream %llu, connections %llu\n",
+               static_cast<unsigned long long>(emulator->bytes_upstream()),
+               static_cast<unsigned long long>(emulator->bytes_downstream()),
+               static_cast<unsigned long long>(emulator->connections()));
   return OkStatus();
 }
 

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 
@@ -20,7 +21,41 @@ struct HubOptions {
   std::string tls_key_file;
   std::string region = "us-east-1";
   std::chrono::milliseconds shutdown_grace{30'000};
+  // How long a spoke may answer from its metadata cache without hearing from the hub.
+  std::chrono::milliseconds lease{5'000};
 };
+
+// A spoke: S3, REST and the fabric protocol (for chained spokes) over a PortalVolume that
+// extends hub directories. The hub user's key comes from WEFT_HUB_ACCESS_KEY and
+// WEFT_HUB_SECRET_KEY; local clients sign with the spoke's own root key (WEFT_ROOT_ACCESS_KEY /
+// WEFT_ROOT_SECRET_KEY, or generated and printed on the first start, as for the hub).
+struct SpokeOptions {
+  std::string hub_url;
+  std::string hub_ca_file;  // PEM CA certificates for an https:// hub
+  std::string cache_dir = "./weft-cache";
+  std::string site;
+  std::vector<std::string> tags;
+  std::vector<std::string> portals;  // "HUBPATH[:LOCALPATH]"
+  std::string listen = "127.0.0.1:9100";
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  std::string region = "us-east-1";
+  size_t connections = 8;
+  std::chrono::milliseconds hub_timeout{10'000};
+  std::chrono::milliseconds lease{5'000};  // granted to spokes chained to this one
+  std::chrono::milliseconds shutdown_grace{30'000};
+};
+
+Status RunSpoke(const SpokeOptions& options, FILE* out);
+
+// `weft dev wan`: a WanEmulator between --listen and --target until SIGTERM/SIGINT.
+struct WanOptions {
+  std::string listen = "127.0.0.1:9001";
+  std::string target;
+  double delay_ms = 20;
+  double rate_mbit = 0;
+};
+Status RunWanEmulator(const WanOptions& options, FILE* out);
 
 // Serves until a termination signal. Prints one line with the URL once listening (and, on the
 // very first start without WEFT_ROOT_ACCESS_KEY/WEFT_ROOT_SECRET_KEY, the generated root key).

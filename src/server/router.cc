@@ -43,9 +43,9 @@ class CountingResponse : public net::ResponseWriter {
 
 }  // namespace
 
-Router::Router(net::HttpHandler* s3, net::HttpHandler* rest,
+Router::Router(net::HttpHandler* s3, net::HttpHandler* rest, net::HttpHandler* fabric,
                std::function<std::string()> extra_metrics)
-    : s3_(s3), rest_(rest), extra_metrics_(std::move(extra_metrics)) {}
+    : s3_(s3), rest_(rest), fabric_(fabric), extra_metrics_(std::move(extra_metrics)) {}
 
 void Router::HandleProtocolError(int status, std::string_view code, std::string_view message,
                                  net::ResponseWriter& response) {
@@ -65,6 +65,8 @@ void Router::Handle(const net::HttpRequest& request, net::BodyReader& body,
     (void)counted.Send(200, {{"Content-Type", "text/plain; version=0.0.4"}}, MetricsText());
   } else if (path.starts_with("/_weft/api/") && rest_ != nullptr) {
     rest_->Handle(request, body, counted);
+  } else if (path.starts_with("/_weft/fabric/") && fabric_ != nullptr) {
+    fabric_->Handle(request, body, counted);
   } else if (path.starts_with("/_weft/")) {
     (void)counted.Send(404, {{"Content-Type", "application/json"}},
                        R"({"error":"NotFound","message":"no such Weft endpoint"})");

@@ -15,9 +15,10 @@ namespace weft::server {
 
 class Router : public net::HttpHandler {
  public:
-  // `s3` serves every non-/_weft/ path; `rest` (may be null) serves /_weft/api/;
-  // `extra_metrics` appends gauges (capacity, dedup) to /_weft/metrics.
-  Router(net::HttpHandler* s3, net::HttpHandler* rest,
+  // `s3` serves every non-/_weft/ path; `rest` (may be null) serves /_weft/api/; `fabric`
+  // (may be null) serves /_weft/fabric/, the hub-spoke protocol; `extra_metrics` appends
+  // gauges (capacity, dedup, spokes) to /_weft/metrics.
+  Router(net::HttpHandler* s3, net::HttpHandler* rest, net::HttpHandler* fabric,
          std::function<std::string()> extra_metrics = {});
 
   void Handle(const net::HttpRequest& request, net::BodyReader& body,
@@ -32,6 +33,7 @@ class Router : public net::HttpHandler {
   static constexpr size_t kClasses = 5;  // 1xx..5xx
   net::HttpHandler* s3_;
   net::HttpHandler* rest_;
+  net::HttpHandler* fabric_;
   std::function<std::string()> extra_metrics_;
   std::array<std::array<std::atomic<uint64_t>, kClasses>, kMethods> requests_{};
   std::atomic<uint64_t> bytes_in_ = 0;

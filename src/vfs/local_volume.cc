@@ -226,6 +226,8 @@ class LocalVolume final : public Volume {
                                                 const std::string& path) override;
   Result<std::vector<Change>> ReadChanges(const RequestContext& ctx, uint64_t after,
                                           uint32_t limit) override;
+  Result<std::vector<ChunkId>> MissingChunks(const RequestContext& ctx,
+                                             const std::vector<ChunkId>& ids) override;
   Result<UsageInfo> Usage(const RequestContext& ctx) override;
   Result<GcReport> CollectGarbage(const RequestContext& ctx, const GcOptions& opts) override;
   Result<FsckReport> Fsck(const RequestContext& ctx) override;
@@ -239,6 +241,8 @@ class LocalVolume final : public Volume {
   // References stored chunks (another version's) as a writer's pending chunks, until
   // ReleaseChunks: the caller must keep them alive until this returns (an open reader's pin).
   void HoldChunks(const std::vector<ChunkRef>& chunks);
+  // Holds a chunk already in the store like HoldChunks; FailedPrecondition if it is not.
+  Status HoldStoredChunk(const ChunkId& id);
   Status FlushChunks() { return chunks_->Flush(); }
   Status CheckWritable(const std::string& path, const WriteOptions& opts);
   // Commits files whose chunks are flushed, in one transaction.
@@ -373,6 +377,15 @@ class LocalFileReader final : public FileReader {
   const FileInfo& info() const override { return info_; }
   const LocalVolume* owner() const { return owner_; }
   const Manifest& manifest() const { return manifest_; }
+  const std::vector<ChunkRef>& chunks() const override { return manifest_.chunks; }
+
+  Result<std::shared_ptr<const std::string>> ReadChunk(size_t index) override {
+    if (index >= manifest_.chunks.size()) {
+      return OutOfRange(info_.path + ": chunk " + std::to_string(index) + " of " +
+                        std::to_string(manifest_.chunks.size()));
+    }
+    return LoadChunk(index);
+  }
 
   Result<std::string> ReadAt(uint64_t offset, uint64_t length) override {
     std::string out;
@@ -383,10 +396,6 @@ class LocalFileReader final : public FileReader {
     size_t idx = std::upper_bound(offsets_.begin(), offsets_.end(), offset) - offsets_.begin() - 1;
     while (out.size() < length && idx < manifest_.chunks.size()) {
       WEFT_ASSIGN_OR_RETURN(std::shared_ptr<const std::string> data, LoadChunk(idx));
-      if (data->size() != manifest_.chunks[idx].length) {
-        return Corruption(info_.path + ": chunk " + manifest_.chunks[idx].id.ShortHex() +
-                          " has the wrong length");
-      }
       uint64_t in_chunk = offset + out.size() - offsets_[idx];
       uint64_t n = std::min<uint64_t>(data->size() - in_chunk, length - out.size());
       out.append(*data, in_chunk, n);
@@ -404,6 +413,10 @@ class LocalFileReader final : public FileReader {
     Result<std::shared_ptr<const std::string>> data = chunks_->GetShared(manifest_.chunks[idx].id);
     if (!data.ok()) return data.status().WithContext(info_.path);
     std::shared_ptr<const std::string> shared = std::move(data).value();
+    if (shared->size() != manifest_.chunks[idx].length) {
+      return Corruption(info_.path + ": chunk " + manifest_.chunks[idx].id.ShortHex() +
+                        " has the wrong length");
+    }
     std::lock_guard lock(mu_);
     cached_ = shared;
     cached_idx_ = idx;
@@ -456,6 +469,13 @@ class LocalFileWriter final : public FileWriter {
     Status s = local != nullptr && local->owner() == volume_ ? AppendChunks(local->manifest())
                                                              : CopyFrom(source);
     // A half-appended source must never be committed.
+    if (!s.ok()) Abort();
+    return s;
+  }
+
+  Status AppendChunk(const ChunkRef& chunk, std::optional<ByteSpan> data) override {
+    if (done_) return FailedPrecondition(path_ + ": writer already committed or aborted");
+    Status s = AppendOneChunk(chunk, data);
     if (!s.ok()) Abort();
     return s;
   }
@@ -523,6 +543,29 @@ class LocalFileWriter final : public FileWriter {
     volume_->HoldChunks(source.chunks);
     manifest_.chunks.insert(manifest_.chunks.end(), source.chunks.begin(), source.chunks.end());
     size_ += source.size;
+    return OkStatus();
+  }
+
+  Status AppendOneChunk(const ChunkRef& chunk, std::optional<ByteSpan> data) {
+    if (!opts_.etag) {
+      return FailedPrecondition("AppendChunk needs WriteOptions::etag: no MD5 is computed for it");
+    }
+    if (chunk.length == 0) return InvalidArgument(path_ + ": an empty chunk");
+    // Bytes written before end in a chunk of their own; later writes start a new stream.
+    WEFT_RETURN_IF_ERROR(splitter_->Finish());
+    splitter_ = NewSplitter();
+    if (data) {
+      if (data->size() != chunk.length || ChunkId::Of(*data) != chunk.id) {
+        return InvalidArgument(path_ + ": chunk " + chunk.id.ShortHex() +
+                               " does not match its bytes");
+      }
+      WEFT_RETURN_IF_ERROR(OnChunk(*data));
+    } else {
+      // Recorded only once held: Abort releases exactly what was held.
+      WEFT_RETURN_IF_ERROR(volume_->HoldStoredChunk(chunk.id));
+      manifest_.chunks.push_back(chunk);
+    }
+    size_ += chunk.length;
     return OkStatus();
   }
 
@@ -788,6 +831,26 @@ void LocalVolume::HoldChunks(const std::vector<ChunkRef>& chunks) {
   std::shared_lock gc_lock(gc_mu_);
   std::lock_guard lock(pending_mu_);
   for (const ChunkRef& c : chunks) ++pending_[c.id];
+}
+
+Status LocalVolume::HoldStoredChunk(const ChunkId& id) {
+  // Under the GC lock, so a collection cannot remove it between the check and the hold.
+  std::shared_lock gc_lock(gc_mu_);
+  if (!chunks_->Contains(id)) {
+    return FailedPrecondition("chunk " + id.ShortHex() + " is not stored here; send its bytes");
+  }
+  std::lock_guard lock(pending_mu_);
+  ++pending_[id];
+  return OkStatus();
+}
+
+Result<std::vector<ChunkId>> LocalVolume::MissingChunks(const RequestContext&,
+                                                        const std::vector<ChunkId>& ids) {
+  std::vector<ChunkId> missing;
+  for (const ChunkId& id : ids) {
+    if (!chunks_->Contains(id)) missing.push_back(id);
+  }
+  return missing;
 }
 
 void LocalVolume::ReleaseChunks(const std::vector<ChunkRef>& chunks) {

@@ -735,6 +735,67 @@ TEST_F(LocalVolumeTest, AppendFromNeedsACallerEtag) {
   EXPECT_NE(s.message().find("WriteOptions::etag"), std::string::npos);
 }
 
+TEST_F(LocalVolumeTest, ChunkLevelReadAndWriteKeepBoundaries) {
+  const std::string data = RandomBytes(300000, 41);
+  ASSERT_TRUE(WriteFile(vol_.get(), "/src", data).ok());
+  auto r = vol_->OpenReader(ctx_, "/src");
+  ASSERT_TRUE(r.ok());
+  const std::vector<ChunkRef> chunks = (*r)->chunks();
+  ASSERT_GT(chunks.size(), 1u);
+  std::string joined;
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    auto piece = (*r)->ReadChunk(i);
+    ASSERT_TRUE(piece.ok());
+    EXPECT_EQ((*piece)->size(), chunks[i].length);
+    joined += **piece;
+  }
+  EXPECT_EQ(joined, data);
+  EXPECT_EQ((*r)->ReadChunk(chunks.size()).status().code(), StatusCode::kOutOfRange);
+
+  // The volume holds every chunk of /src, not a new one.
+  const std::string fresh = RandomBytes(5000, 42);
+  const ChunkId fresh_id = ChunkId::Of(AsBytes(fresh));
+  auto missing = vol_->MissingChunks(ctx_, {chunks[0].id, fresh_id, chunks[1].id});
+  ASSERT_TRUE(missing.ok());
+  EXPECT_EQ(*missing, std::vector<ChunkId>{fresh_id});
+
+  // A spoke's write: the held chunks by id, the new one with its bytes, boundaries kept.
+  auto w = vol_->OpenWriter(ctx_, "/dst", WithEtag(Md5Hex(AsBytes(data + fresh))));
+  ASSERT_TRUE(w.ok());
+  for (const ChunkRef& c : chunks) ASSERT_TRUE((*w)->AppendChunk(c, std::nullopt).ok());
+  ASSERT_TRUE((*w)->AppendChunk({fresh_id, 5000}, AsBytes(fresh)).ok());
+  auto info = (*w)->Commit();
+  ASSERT_TRUE(info.ok()) << info.status().ToString();
+  EXPECT_EQ(info->chunks, chunks.size() + 1);
+  EXPECT_EQ(*ReadFile(vol_.get(), "/dst"), data + fresh);
+  EXPECT_TRUE(vol_->MissingChunks(ctx_, {fresh_id})->empty());
+  auto fsck = vol_->Fsck(ctx_);
+  ASSERT_TRUE(fsck.ok());
+  EXPECT_TRUE(fsck->problems.empty());
+}
+
+TEST_F(LocalVolumeTest, AppendChunkRejectsWhatItCannotTrust) {
+  const std::string bytes = RandomBytes(4000, 43);
+  const ChunkRef ref{ChunkId::Of(AsBytes(bytes)), 4000};
+  // Bytes that do not hash to the id, or a wrong length: nothing is committed.
+  auto w = vol_->OpenWriter(ctx_, "/x", WithEtag("e"));
+  Status s = (*w)->AppendChunk(ref, AsBytes(bytes.substr(1)));
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_FALSE((*w)->Commit().ok());
+  w = vol_->OpenWriter(ctx_, "/x", WithEtag("e"));
+  std::string flipped = bytes;
+  flipped[7] ^= 1;
+  EXPECT_EQ((*w)->AppendChunk(ref, AsBytes(flipped)).code(), StatusCode::kInvalidArgument);
+  // A chunk the volume lacks cannot be named without its bytes.
+  w = vol_->OpenWriter(ctx_, "/x", WithEtag("e"));
+  EXPECT_EQ((*w)->AppendChunk(ref, std::nullopt).code(), StatusCode::kFailedPrecondition);
+  // And, like AppendFrom, the ETag must come from the caller.
+  w = vol_->OpenWriter(ctx_, "/x");
+  EXPECT_EQ((*w)->AppendChunk(ref, AsBytes(bytes)).code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(vol_->Stat(ctx_, "/x").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(vol_->MissingChunks(ctx_, {ref.id})->size(), 1u);
+}
+
 TEST_F(LocalVolumeTest, AppendFromMixesWithWrites) {
   std::string a = RandomBytes(20000, 31), b = RandomBytes(7000, 32);
   ASSERT_TRUE(WriteFile(vol_.get(), "/a", a).ok());

@@ -16,6 +16,7 @@
 
 #include "base/bytes.h"
 #include "base/status.h"
+#include "chunk/chunk_id.h"
 
 namespace weft {
 
@@ -109,6 +110,14 @@ struct WriteOptions {
   std::optional<std::string> etag;
 };
 
+// One piece of a version's content: the SHA-256 of the bytes and their length. A version is
+// the concatenation of its chunks. Spokes move content as chunks: they are named by their
+// bytes, so a copy never goes stale and one already present never moves again.
+struct ChunkRef {
+  ChunkId id;
+  uint32_t length = 0;
+};
+
 class FileReader;
 
 // Streams a new version of one file. Nothing is visible until Commit() returns OK; Abort() or
@@ -123,6 +132,12 @@ class FileWriter {
   // FailedPrecondition unless WriteOptions::etag is set, since no MD5 of the appended content
   // is computed.
   virtual Status AppendFrom(FileReader& source) = 0;
+  // Appends one whole chunk, keeping chunk boundaries as the sender cut them (a spoke's write
+  // reaching its hub). With `data`, the bytes must hash to `chunk.id` and have its length
+  // (InvalidArgument otherwise) and are stored; without, the volume must already hold the
+  // chunk (FailedPrecondition otherwise: ask MissingChunks first). Like AppendFrom it needs
+  // WriteOptions::etag. A failure aborts the writer.
+  virtual Status AppendChunk(const ChunkRef& chunk, std::optional<ByteSpan> data) = 0;
   // Makes the new version durable and visible atomically; returns its info.
   virtual Result<FileInfo> Commit() = 0;
   virtual void Abort() = 0;
@@ -137,6 +152,10 @@ class FileReader {
   virtual const FileInfo& info() const = 0;
   // Reads up to `length` bytes at `offset` (fewer at end of file; empty at or past it).
   virtual Result<std::string> ReadAt(uint64_t offset, uint64_t length) = 0;
+  // The version's chunks, in order (what a spoke fetches and caches by id).
+  virtual const std::vector<ChunkRef>& chunks() const = 0;
+  // The plaintext of chunk `index`, verified against its id; OutOfRange past the last.
+  virtual Result<std::shared_ptr<const std::string>> ReadChunk(size_t index) = 0;
 };
 
 struct SetAttrRequest {
@@ -274,6 +293,10 @@ class Volume {
   // removed (Unimplemented).
   virtual Status DeleteVersion(const RequestContext& ctx, const std::string& path,
                                const std::string& version_id) = 0;
+
+  // The ids among `ids` whose chunks this volume does not hold (a spoke uploads only those).
+  virtual Result<std::vector<ChunkId>> MissingChunks(const RequestContext& ctx,
+                                                     const std::vector<ChunkId>& ids) = 0;
 
   // Changes with sequence > `after`, oldest first, at most `limit`.
   virtual Result<std::vector<Change>> ReadChanges(const RequestContext& ctx, uint64_t after,

@@ -1,7 +1,5 @@
 #include "frontends/rest/rest_frontend.h"
 
-#include <openssl/crypto.h>
-
 #include <array>
 #include <ctime>
 #include <initializer_list>
@@ -175,30 +173,6 @@ Result<ApiRequest> ParseApiRequest(const net::HttpRequest& http) {
   return r;
 }
 
-bool NestingWithin(std::string_view text, int max_depth) {
-  int depth = 0;
-  bool in_string = false;
-  bool escaped = false;
-  for (char c : text) {
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
-      } else if (c == '"') {
-        in_string = false;
-      }
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > max_depth) return false;
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-  return true;
-}
-
 // The body as a JSON object; no body is an empty object.
 Result<json> ReadJsonBody(const net::HttpRequest& http, net::BodyReader& body) {
   const std::string too_large =
@@ -215,7 +189,7 @@ Result<json> ReadJsonBody(const net::HttpRequest& http, net::BodyReader& body) {
     text.append(buffer.data(), n);
   }
   if (text.empty()) return json::object();
-  if (!NestingWithin(text, kMaxJsonDepth)) {
+  if (!JsonNestingWithin(text, kMaxJsonDepth)) {
     return InvalidArgument("MalformedJSON: nested deeper than " + std::to_string(kMaxJsonDepth));
   }
   json parsed = json::parse(text, nullptr, /*allow_exceptions=*/false);
@@ -336,13 +310,6 @@ Result<uint32_t> ParseLimit(const std::optional<std::string>& text) {
   return n;
 }
 
-// Equal secrets, in time that does not depend on where they differ or on their lengths.
-bool SecretsEqual(std::string_view a, std::string_view b) {
-  std::string ha = sigv4::Sha256Hex(a);
-  std::string hb = sigv4::Sha256Hex(b);
-  return CRYPTO_memcmp(ha.data(), hb.data(), ha.size()) == 0;
-}
-
 // ---- Routing ----------------------------------------------------------------------------------
 
 struct Call;
@@ -396,17 +363,8 @@ Result<Reply> IssueToken(Call& c) {
   WEFT_ASSIGN_OR_RETURN(std::string secret, StringField(c.body, "secret_access_key"));
   WEFT_ASSIGN_OR_RETURN(int64_t ttl, IntField(c.body, "ttl_seconds", kDefaultTokenTtlSeconds, 1,
                                               kMaxTokenTtlSeconds));
-  const Status wrong =
-      PermissionDenied("InvalidCredentials: the access key id or secret access key is wrong");
-  Result<auth::AccessKey> key = c.identities.LookupKey(id);
-  if (!key.ok()) {
-    if (key.status().code() != StatusCode::kNotFound) return key.status();
-    (void)SecretsEqual(secret, secret);  // as much work as for a known id
-    return wrong;
-  }
-  if (!SecretsEqual(key->secret_key, secret)) return wrong;
   WEFT_ASSIGN_OR_RETURN(auth::BearerToken token,
-                        c.identities.IssueToken(key->user, ttl * kNanosPerSecond));
+                        auth::IssueTokenForKey(c.identities, id, secret, ttl * kNanosPerSecond));
   return Ok({{"token", token.token},
              {"user", token.user},
              {"expires", FormatIso8601(token.expires_ns)},
@@ -707,26 +665,8 @@ Result<Route> RouteRequest(const ApiRequest& r, const json& body, Volume& volume
 
 // "Bearer <token>" -> the user it names.
 Result<std::string> Authenticate(const net::HttpRequest& http, auth::IdentityStore& identities) {
-  std::optional<std::string_view> header = http.Header("Authorization");
-  if (!header) {
-    return PermissionDenied(
-        "Unauthenticated: send 'Authorization: Bearer <token>'; get a token with POST " +
-        std::string(kApiPrefix) + "tokens");
-  }
-  std::string_view value = *header;
-  constexpr std::string_view kScheme = "bearer ";
-  if (value.size() <= kScheme.size() || !EqualsIgnoreCase(value.substr(0, kScheme.size()), kScheme))
-    return PermissionDenied("Unauthenticated: the Authorization scheme must be Bearer");
-  value.remove_prefix(kScheme.size());
-  while (!value.empty() && value.front() == ' ') value.remove_prefix(1);
-  while (!value.empty() && value.back() == ' ') value.remove_suffix(1);
-  Result<std::string> user = identities.VerifyToken(value);
-  if (!user.ok() && user.status().code() == StatusCode::kPermissionDenied) {
-    std::string_view why = user.status().message();
-    if (why.starts_with("AccessDenied: ")) why.remove_prefix(14);
-    return PermissionDenied("Unauthenticated: " + std::string(why));
-  }
-  return user;
+  return auth::AuthenticateBearer(http.Header("Authorization"), identities,
+                                  "get a token with POST " + std::string(kApiPrefix) + "tokens");
 }
 
 Status CheckAccess(const Route& route, bool public_path, const std::string& principal,

@@ -67,10 +67,7 @@ struct Inode {
   Attributes attributes;
 };
 
-struct ChunkRef {
-  ChunkId id;
-  uint32_t length = 0;
-};
+using weft::ChunkRef;
 
 struct Manifest {
   uint64_t size = 0;

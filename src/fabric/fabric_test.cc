@@ -1,0 +1,285 @@
+// Hub and spokes in one process over real loopback HTTP: a LocalVolume on in-memory stores
+// behind CoherentVolume + HubService, and PortalVolumes talking to it through HubClient.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+
+#include "base/test_util.h"
+#include "chunk/mem_chunk_store.h"
+#include "fabric/coherent_volume.h"
+#include "fabric/hub_service.h"
+#include "fabric/portal_volume.h"
+#include "meta/kv_store.h"
+#include "net/http_server.h"
+#include "vfs/local_volume.h"
+
+namespace weft::fabric {
+namespace {
+
+constexpr const char* kRootKey = "AKIAROOTROOTROOTROOT";
+constexpr const char* kRootSecret = "rootsecretrootsecretrootsecretrootsecret";
+
+using std::chrono::milliseconds;
+using testutil::RandomBytes;
+
+class Hub {
+ public:
+  explicit Hub(milliseconds lease) : leases_(LeaseTableOptions{lease}) {
+    engine_ = *NewLocalVolume(NewMemKvStore(), NewMemChunkStore());
+    volume_ = NewCoherentVolume(engine_.get(), &leases_);
+    identities_ = *auth::IdentityStore::Open(NewMemKvStore(), std::string(32, 'k'));
+    EXPECT_TRUE(identities_->ImportKey("root", kRootKey, kRootSecret).ok());
+    service_ = std::make_unique<HubService>(volume_.get(), &leases_, identities_.get());
+    server_ = *net::HttpServer::Start(net::HttpServerOptions{}, service_.get());
+  }
+  ~Hub() {
+    leases_.Shutdown();
+    server_->Shutdown(milliseconds(1000));
+  }
+
+  Volume& volume() { return *volume_; }
+  LeaseTable& leases() { return leases_; }
+  auth::IdentityStore& identities() { return *identities_; }
+  HubService& service() { return *service_; }
+  std::string url() const { return server_->url(); }
+
+ private:
+  LeaseTable leases_;
+  std::unique_ptr<Volume> engine_;
+  std::unique_ptr<Volume> volume_;
+  std::unique_ptr<auth::IdentityStore> identities_;
+  std::unique_ptr<HubService> service_;
+  std::unique_ptr<net::HttpServer> server_;
+};
+
+Result<std::unique_ptr<PortalVolume>> OpenSpoke(const std::string& url,
+                                                std::vector<std::string> portals,
+                                                std::shared_ptr<ChunkStore> store = nullptr,
+                                                PortalVolumeOptions options = {},
+                                                std::string key = kRootKey,
+                                                std::string secret = kRootSecret) {
+  HubClientOptions hub;
+  hub.hub_url = url;
+  hub.access_key_id = key;
+  hub.secret_access_key = secret;
+  hub.hub_timeout = milliseconds(1500);
+  WEFT_ASSIGN_OR_RETURN(auto client, HubClient::Open(hub));
+  for (const std::string& p : portals) {
+    WEFT_ASSIGN_OR_RETURN(Portal portal, ParsePortal(p));
+    options.portals.push_back(portal);
+  }
+  options.poll_wait = milliseconds(300);
+  if (!store) store = NewMemChunkStore();
+  return PortalVolume::Open(std::move(client), std::move(store), options);
+}
+
+Result<FileInfo> Put(Volume& v, const std::string& path, const std::string& data,
+                     WriteOptions opts = {}) {
+  WEFT_ASSIGN_OR_RETURN(auto w, v.OpenWriter(RequestContext{}, path, opts));
+  WEFT_RETURN_IF_ERROR(w->Write(AsBytes(data)));
+  return w->Commit();
+}
+
+Result<std::string> Get(Volume& v, const std::string& path) {
+  WEFT_ASSIGN_OR_RETURN(auto r, v.OpenReader(RequestContext{}, path));
+  return r->ReadAt(0, r->info().size);
+}
+
+class FabricTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_TRUE(hub_.volume().Mkdir(ctx_, "/data").ok()); }
+  RequestContext ctx_;
+  Hub hub_{milliseconds(2000)};
+};
+
+TEST_F(FabricTest, SpokeReadsWhatTheHubHoldsAndCachesIt) {
+  const std::string data = RandomBytes(700'000, 1);
+  ASSERT_TRUE(Put(hub_.volume(), "/data/a.bin", data).ok());
+  auto spoke = OpenSpoke(hub_.url(), {"/data:/train"});
+  ASSERT_TRUE(spoke.ok()) << spoke.status().ToString();
+  Volume& v = **spoke;
+
+  auto info = v.Stat(ctx_, "/train/a.bin");
+  ASSERT_TRUE(info.ok()) << info.status().ToString();
+  EXPECT_EQ(info->path, "/train/a.bin");
+  EXPECT_EQ(info->size, data.size());
+  EXPECT_EQ(*Get(v, "/train/a.bin"), data);
+  auto reader = v.OpenReader(ctx_, "/train/a.bin");
+  EXPECT_EQ(*(*reader)->ReadAt(123'456, 1000), data.substr(123'456, 1000));
+
+  const PortalStats first = (*spoke)->Stats();
+  EXPECT_GT(first.chunks_fetched, 1u);
+  EXPECT_GT(first.metadata_hits, 0u);  // the second open used the leased answer
+  // A second full read moves no chunk again.
+  EXPECT_EQ(*Get(v, "/train/a.bin"), data);
+  EXPECT_EQ((*spoke)->Stats().chunks_fetched, first.chunks_fetched);
+
+  // Listing, the synthetic root, and paths outside every portal.
+  auto root = v.ReadDir(ctx_, "/");
+  ASSERT_TRUE(root.ok());
+  ASSERT_EQ(root->entries.size(), 1u);
+  EXPECT_EQ(root->entries[0].name, "train");
+  ReadDirOptions with_info;
+  with_info.with_info = true;
+  auto listing = v.ReadDir(ctx_, "/train", with_info);
+  ASSERT_TRUE(listing.ok()) << listing.status().ToString();
+  ASSERT_EQ(listing->entries.size(), 1u);
+  EXPECT_EQ(listing->entries[0].info->path, "/train/a.bin");
+  EXPECT_EQ(v.Stat(ctx_, "/elsewhere").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(v.Stat(ctx_, "/train/missing").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(Put(v, "/outside", "x").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(v.Mkdir(ctx_, "/", 0755, false).status().code(), StatusCode::kAlreadyExists);
+}
+
+TEST_F(FabricTest, WriteAtSpokeIsDurableAtHubBeforeItReturns) {
+  auto spoke = OpenSpoke(hub_.url(), {"/data"});
+  ASSERT_TRUE(spoke.ok()) << spoke.status().ToString();
+  const std::string data = RandomBytes(300'000, 2);
+  WriteOptions parents;
+  parents.create_parents = true;
+  auto info = Put(**spoke, "/data/ckpt/step1", data, parents);
+  ASSERT_TRUE(info.ok()) << info.status().ToString();
+  EXPECT_EQ(info->path, "/data/ckpt/step1");
+  EXPECT_EQ(info->etag, Md5Hex(AsBytes(data)));
+  // Byte-identical at the hub, same version and ETag.
+  EXPECT_EQ(*Get(hub_.volume(), "/data/ckpt/step1"), data);
+  auto at_hub = hub_.volume().Stat(ctx_, "/data/ckpt/step1");
+  EXPECT_EQ(at_hub->version_id, info->version_id);
+  EXPECT_EQ(at_hub->etag, info->etag);
+
+  // The same bytes again: the hub lacks none of the chunks, so none are sent.
+  const uint64_t uploaded = (*spoke)->Stats().bytes_uploaded;
+  ASSERT_TRUE(Put(**spoke, "/data/ckpt/copy", data).ok());
+  EXPECT_EQ((*spoke)->Stats().bytes_uploaded, uploaded);
+  EXPECT_EQ(*Get(hub_.volume(), "/data/ckpt/copy"), data);
+
+  // Conditional commits: the hub decides.
+  WriteOptions stale;
+  stale.if_version = "1.999";
+  EXPECT_EQ(Put(**spoke, "/data/ckpt/step1", "new", stale).status().code(),
+            StatusCode::kFailedPrecondition);
+  EXPECT_EQ(*Get(hub_.volume(), "/data/ckpt/step1"), data);
+}
+
+TEST_F(FabricTest, LargeWritesUploadInBatchesThenCommit) {
+  PortalVolumeOptions options;
+  options.inline_commit_bytes = 64 << 10;
+  options.batch_bytes = 256 << 10;
+  auto spoke = OpenSpoke(hub_.url(), {"/data"}, nullptr, options);
+  ASSERT_TRUE(spoke.ok());
+  const std::string data = RandomBytes(3'000'000, 3);
+  ASSERT_TRUE(Put(**spoke, "/data/big", data).ok());
+  EXPECT_EQ(*Get(hub_.volume(), "/data/big"), data);
+  EXPECT_GE((*spoke)->Stats().bytes_uploaded, data.size());
+  auto fsck = hub_.volume().Fsck(ctx_);
+  ASSERT_TRUE(fsck.ok());
+  EXPECT_TRUE(fsck->problems.empty());
+}
+
+TEST_F(FabricTest, HubWriteInvalidatesSpokeCacheBeforeItReturns) {
+  ASSERT_TRUE(Put(hub_.volume(), "/data/x", "one").ok());
+  auto spoke = OpenSpoke(hub_.url(), {"/data"});
+  ASSERT_TRUE(spoke.ok());
+  EXPECT_EQ(*Get(**spoke, "/data/x"), "one");
+  EXPECT_EQ(*Get(**spoke, "/data/x"), "one");  // under the lease, from cache
+  // The lease is 2 s; the hub's write must not wait for it: the spoke acknowledges.
+  auto start = std::chrono::steady_clock::now();
+  ASSERT_TRUE(Put(hub_.volume(), "/data/x", "two").ok());
+  EXPECT_LT(std::chrono::steady_clock::now() - start, milliseconds(1500));
+  EXPECT_EQ(*Get(**spoke, "/data/x"), "two");  // no sleep: the write returned after the ack
+  EXPECT_EQ(hub_.leases().expired_waits(), 0u);
+  // Removal and rename are seen at once as well; absence was cached and is invalidated too.
+  EXPECT_EQ((*spoke)->Stat(ctx_, "/data/y").status().code(), StatusCode::kNotFound);
+  ASSERT_TRUE(hub_.volume().Rename(ctx_, "/data/x", "/data/y").ok());
+  EXPECT_EQ((*spoke)->Stat(ctx_, "/data/x").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(*Get(**spoke, "/data/y"), "two");
+  EXPECT_GE((*spoke)->Stats().invalidations, 2u);
+}
+
+TEST_F(FabricTest, WritesAtOneSpokeAreSeenAtAnother) {
+  auto a = OpenSpoke(hub_.url(), {"/data"});
+  auto b = OpenSpoke(hub_.url(), {"/data:/d"});
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_TRUE(Put(**a, "/data/f", "v1").ok());
+  EXPECT_EQ(*Get(**b, "/d/f"), "v1");
+  for (int i = 2; i < 6; ++i) {
+    const std::string value = "v" + std::to_string(i);
+    ASSERT_TRUE(Put(**a, "/data/f", value).ok());
+    EXPECT_EQ(*Get(**b, "/d/f"), value);  // linearizable: the completed write is visible
+  }
+  ASSERT_TRUE((*a)->Unlink(ctx_, "/data/f").ok());
+  EXPECT_EQ((*b)->Stat(ctx_, "/d/f").status().code(), StatusCode::kNotFound);
+}
+
+TEST_F(FabricTest, AVanishedSpokeDelaysHubWritesOnlyUntilItsLeaseEnds) {
+  Hub hub(milliseconds(600));
+  ASSERT_TRUE(hub.volume().Mkdir(ctx_, "/data").ok());
+  ASSERT_TRUE(Put(hub.volume(), "/data/x", "one").ok());
+  {
+    auto spoke = OpenSpoke(hub.url(), {"/data"});
+    ASSERT_TRUE(spoke.ok());
+    EXPECT_EQ(*Get(**spoke, "/data/x"), "one");
+  }  // gone without a word, still holding a lease
+  auto start = std::chrono::steady_clock::now();
+  ASSERT_TRUE(Put(hub.volume(), "/data/x", "two").ok());
+  EXPECT_LT(std::chrono::steady_clock::now() - start, milliseconds(1500));
+  EXPECT_EQ(hub.leases().expired_waits(), 1u);
+}
+
+TEST_F(FabricTest, SnapshotsAndVersionsThroughASpoke) {
+  auto spoke = OpenSpoke(hub_.url(), {"/data"});
+  ASSERT_TRUE(spoke.ok());
+  ASSERT_TRUE(Put(**spoke, "/data/m", "old").ok());
+  auto snap = (*spoke)->CreateSnapshot(ctx_, "v1", "/data");
+  ASSERT_TRUE(snap.ok()) << snap.status().ToString();
+  EXPECT_EQ(snap->path, "/data");
+  ASSERT_TRUE(Put(**spoke, "/data/m", "new").ok());
+  EXPECT_EQ(*Get(**spoke, "/.weft/snapshots/v1/m"), "old");
+  ReadOptions at_v1;
+  at_v1.snapshot = "v1";
+  auto r = (*spoke)->OpenReader(ctx_, "/data/m", at_v1);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(*(*r)->ReadAt(0, 10), "old");
+  auto versions = (*spoke)->ListVersions(ctx_, "/data/m");
+  ASSERT_TRUE(versions.ok());
+  ASSERT_EQ(versions->size(), 2u);
+  auto old = (*spoke)->OpenVersion(ctx_, "/data/m", (*versions)[1].version_id);
+  ASSERT_TRUE(old.ok());
+  EXPECT_EQ(*(*old)->ReadAt(0, 10), "old");
+  auto list = (*spoke)->ListSnapshots(ctx_);
+  ASSERT_EQ(list->size(), 1u);
+  ASSERT_TRUE((*spoke)->DeleteSnapshot(ctx_, "v1").ok());
+  EXPECT_EQ((*spoke)->Stat(ctx_, "/.weft/snapshots/v1/m").status().code(), StatusCode::kNotFound);
+}
+
+TEST_F(FabricTest, SpokesAreAuthorisedAsTheirHubUser) {
+  auth::IdentityStore& ids = hub_.identities();
+  ASSERT_TRUE(ids.CreateUser("site-eu", {}).ok());
+  auto key = ids.CreateKey("site-eu");
+  ASSERT_TRUE(key.ok());
+  ASSERT_TRUE(ids.AddRule({"", "user:site-eu", "/data/eu/", auth::kRead | auth::kList}).ok());
+  ASSERT_TRUE(hub_.volume().Mkdir(ctx_, "/data/eu").ok());
+  ASSERT_TRUE(Put(hub_.volume(), "/data/eu/ok", "fine").ok());
+  ASSERT_TRUE(Put(hub_.volume(), "/data/secret", "no").ok());
+
+  // Not allowed to extend /data as a whole.
+  auto denied = OpenSpoke(hub_.url(), {"/data"}, nullptr, {}, key->access_key_id, key->secret_key);
+  EXPECT_EQ(denied.status().code(), StatusCode::kPermissionDenied);
+  auto wrong = OpenSpoke(hub_.url(), {"/data/eu"}, nullptr, {}, key->access_key_id, "nope");
+  EXPECT_EQ(wrong.status().code(), StatusCode::kPermissionDenied);
+
+  auto spoke =
+      OpenSpoke(hub_.url(), {"/data/eu:/eu"}, nullptr, {}, key->access_key_id, key->secret_key);
+  ASSERT_TRUE(spoke.ok()) << spoke.status().ToString();
+  EXPECT_EQ(*Get(**spoke, "/eu/ok"), "fine");
+  // Read-only rule: a write is refused at the hub and nothing changes.
+  EXPECT_EQ(Put(**spoke, "/eu/new", "x").status().code(), StatusCode::kPermissionDenied);
+  EXPECT_EQ(hub_.volume().Stat(ctx_, "/data/eu/new").status().code(), StatusCode::kNotFound);
+  auto spokes = hub_.service().Spokes();
+  EXPECT_EQ(spokes.size(), 1u);
+  EXPECT_EQ(spokes[0].user, "site-eu");
+}
+
+}  // namespace
+}  // namespace weft::fabric

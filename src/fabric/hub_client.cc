@@ -1,0 +1,176 @@
+#include "fabric/hub_client.h"
+
+#include <thread>
+
+#include "base/bytes.h"
+
+namespace weft::fabric {
+namespace {
+
+bool IsIdempotent(const std::string& op) {
+  return op != "commit" && op != "call";
+}
+
+}  // namespace
+
+Result<std::unique_ptr<HubClient>> HubClient::Open(const HubClientOptions& options) {
+  if (options.access_key_id.empty() || options.secret_access_key.empty()) {
+    return InvalidArgument("a spoke needs the hub access key and secret of its hub user");
+  }
+  // Fails early on a malformed URL or an unreadable CA file.
+  WEFT_ASSIGN_OR_RETURN(auto probe, net::HttpClient::Open(options.hub_url, options.http));
+  auto client = std::unique_ptr<HubClient>(new HubClient(options));
+  client->Release(std::move(probe));
+  return client;
+}
+
+Result<std::unique_ptr<net::HttpClient>> HubClient::Acquire() {
+  std::unique_lock lock(mu_);
+  // One connection more than the transfer pool: the invalidation poll holds one for long.
+  const size_t limit = options_.connections + 1;
+  released_.wait(lock, [&] { return !idle_.empty() || open_ < limit; });
+  if (!idle_.empty()) {
+    auto client = std::move(idle_.back());
+    idle_.pop_back();
+    return client;
+  }
+  ++open_;
+  lock.unlock();
+  auto client = net::HttpClient::Open(options_.hub_url, options_.http);
+  if (!client.ok()) {
+    std::lock_guard relock(mu_);
+    --open_;
+    released_.notify_one();
+  }
+  return client;
+}
+
+void HubClient::Release(std::unique_ptr<net::HttpClient> client) {
+  std::lock_guard lock(mu_);
+  if (open_ == 0) open_ = 1;  // the probe from Open
+  idle_.push_back(std::move(client));
+  released_.notify_one();
+}
+
+Result<std::string> HubClient::Token(net::HttpClient& client, bool renew) {
+  {
+    std::lock_guard lock(mu_);
+    if (!renew && !token_.empty() && std::chrono::steady_clock::now() < token_renew_at_) {
+      return token_;
+    }
+  }
+  json body = {{"access_key_id", options_.access_key_id},
+               {"secret_access_key", options_.secret_access_key}};
+  WEFT_ASSIGN_OR_RETURN(net::HttpResponse r,
+                        client.Send("POST", std::string(kFabricPrefix) + "token",
+                                    {{"Content-Type", "application/json"}}, body.dump()));
+  auto parsed = ParseJson(r.body);
+  if (r.status != 200 || !parsed.ok() || !parsed->contains("token")) {
+    std::string why =
+        parsed.ok() && parsed->contains("error") ? parsed->at("error").dump() : r.body;
+    return PermissionDenied("the hub " + options_.hub_url +
+                            " refused the spoke's credentials: " + why.substr(0, 200));
+  }
+  std::lock_guard lock(mu_);
+  token_ = parsed->at("token").get<std::string>();
+  int64_t ttl = parsed->value("expires_in", int64_t{3600});
+  token_renew_at_ = std::chrono::steady_clock::now() + std::chrono::seconds(ttl / 2);
+  return token_;
+}
+
+Result<net::HttpResponse> HubClient::Send(const std::string& op, const std::string& content_type,
+                                          std::string body) {
+  const auto deadline = std::chrono::steady_clock::now() + options_.hub_timeout;
+  const bool retry = IsIdempotent(op);
+  auto backoff = std::chrono::milliseconds(50);
+  bool renewed = false;
+  while (true) {
+    Status failure;
+    {
+      WEFT_ASSIGN_OR_RETURN(auto client, Acquire());
+      Result<std::string> token = Token(*client, false);
+      if (token.ok()) {
+        Result<net::HttpResponse> r = client->Send(
+            "POST", std::string(kFabricPrefix) + op,
+            {{"Content-Type", content_type}, {"Authorization", "Bearer " + *token}}, body);
+        Release(std::move(client));
+        if (r.ok() && r->status == 401 && !renewed) {
+          renewed = true;  // the token expired early (hub restarted with a new key?)
+          std::lock_guard lock(mu_);
+          token_.clear();
+          continue;
+        }
+        if (r.ok()) return r;
+        failure = r.status();
+      } else {
+        Release(std::move(client));
+        if (token.status().code() != StatusCode::kUnavailable) {
+          return token.status();
+        }
+        failure = token.status();
+      }
+    }
+    if (!retry || std::chrono::steady_clock::now() + backoff > deadline) {
+      return Unavailable("hub " + options_.hub_url + " unreachable: " + failure.message());
+    }
+    std::this_thread::sleep_for(backoff);
+    backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
+  }
+}
+
+Result<std::chrono::milliseconds> HubClient::Attach(const AttachRequest& request) {
+  json args = {{"site", request.site}, {"tags", request.tags}, {"portals", request.portals}};
+  WEFT_ASSIGN_OR_RETURN(json reply, Call("attach", args));
+  spoke_id_ = reply.at("spoke").get<std::string>();
+  return std::chrono::milliseconds(reply.at("lease_ms").get<int64_t>());
+}
+
+Result<json> HubClient::Call(const std::string& op, json args, json* error_body) {
+  if (op != "attach") args["spoke"] = spoke_id_;
+  WEFT_ASSIGN_OR_RETURN(net::HttpResponse r, Send(op, "application/json", args.dump()));
+  WEFT_ASSIGN_OR_RETURN(json reply, ParseJson(r.body));
+  if (reply.contains("error")) {
+    if (error_body != nullptr) *error_body = reply;
+    return StatusFromJson(reply.at("error"));
+  }
+  if (r.status != 200) return Internal("hub answered HTTP " + std::to_string(r.status));
+  return reply;
+}
+
+Result<std::string> HubClient::CallFramed(const std::string& op, json header,
+                                          std::string_view payload) {
+  header["spoke"] = spoke_id_;
+  std::string head = header.dump();
+  std::string body;
+  body.reserve(4 + head.size() + payload.size());
+  PutBigEndian32(&body, static_cast<uint32_t>(head.size()));
+  body += head;
+  body += payload;
+  WEFT_ASSIGN_OR_RETURN(net::HttpResponse r, Send(op, "application/octet-stream", std::move(body)));
+  if (r.status != 200) {
+    auto reply = ParseJson(r.body);
+    if (reply.ok() && reply->contains("error")) return StatusFromJson(reply->at("error"));
+    return Internal("hub answered HTTP " + std::to_string(r.status));
+  }
+  return std::move(r.body);
+}
+
+Result<std::string> HubClient::CallBinary(const std::string& op, json args) {
+  args["spoke"] = spoke_id_;
+  WEFT_ASSIGN_OR_RETURN(net::HttpResponse r, Send(op, "application/json", args.dump()));
+  if (r.status != 200) {
+    auto reply = ParseJson(r.body);
+    if (reply.ok() && reply->contains("error")) return StatusFromJson(reply->at("error"));
+    return Internal("hub answered HTTP " + std::to_string(r.status));
+  }
+  std::lock_guard lock(mu_);
+  bytes_received_ += r.body.size();
+  return std::move(r.body);
+}
+
+uint64_t HubClient::bytes_received() const {
+  std::lock_guard lock(mu_);
+  return bytes_received_;
+}
+
+}  // namespace weft::fabric

@@ -1,0 +1,76 @@
+// HubClient: a spoke's connection to its hub (or to the spoke it chains to). Holds a pool of
+// keep-alive HTTP connections (bulk chunk transfer runs on several at once, as one TCP stream
+// is window-limited across a WAN), a bearer token renewed before it expires, and the spoke id
+// the hub gave at attach. Calls retry an unreachable hub until `hub_timeout`, then fail with
+// Unavailable naming the hub. Thread-safe.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "fabric/wire.h"
+#include "net/http_client.h"
+
+namespace weft::fabric {
+
+struct HubClientOptions {
+  std::string hub_url;  // http(s)://host:port
+  net::HttpClientOptions http;
+  std::string access_key_id;
+  std::string secret_access_key;
+  size_t connections = 8;
+  // How long a call keeps retrying a hub it cannot reach before failing.
+  std::chrono::milliseconds hub_timeout{10'000};
+};
+
+struct AttachRequest {
+  std::string site;
+  std::vector<std::string> tags;
+  std::vector<std::string> portals;  // hub paths
+};
+
+class HubClient {
+ public:
+  static Result<std::unique_ptr<HubClient>> Open(const HubClientOptions& options);
+
+  // Registers this spoke; later calls carry the id. Returns the hub's lease length.
+  Result<std::chrono::milliseconds> Attach(const AttachRequest& request);
+  const std::string& spoke_id() const { return spoke_id_; }
+
+  // A JSON call to /_weft/fabric/v1/<op>; the spoke id is added. A hub error comes back as
+  // its Status, with the answer's JSON (a NotFound lookup carries a lease) in *error_body.
+  Result<json> Call(const std::string& op, json args, json* error_body = nullptr);
+  // A framed call (commit, upload, missing): JSON header + binary payload; the raw answer.
+  Result<std::string> CallFramed(const std::string& op, json header, std::string_view payload);
+  // A JSON call whose answer is binary (fetch).
+  Result<std::string> CallBinary(const std::string& op, json args);
+
+  const std::string& url() const { return options_.hub_url; }
+  size_t connections() const { return options_.connections; }
+  uint64_t bytes_received() const;  // answer bytes of fetch calls
+
+ private:
+  explicit HubClient(HubClientOptions options) : options_(std::move(options)) {}
+  struct Lease;  // a pooled connection, returned on destruction
+  Result<std::unique_ptr<net::HttpClient>> Acquire();
+  void Release(std::unique_ptr<net::HttpClient> client);
+  Result<std::string> Token(net::HttpClient& client, bool renew);
+  Result<net::HttpResponse> Send(const std::string& op, const std::string& content_type,
+                                 std::string body);
+
+  const HubClientOptions options_;
+  std::string spoke_id_;
+  mutable std::mutex mu_;
+  std::condition_variable released_;
+  std::vector<std::unique_ptr<net::HttpClient>> idle_;    // GUARDED_BY(mu_)
+  size_t open_ = 0;                                       // GUARDED_BY(mu_)
+  std::string token_;                                     // GUARDED_BY(mu_)
+  std::chrono::steady_clock::time_point token_renew_at_;  // GUARDED_BY(mu_)
+  uint64_t bytes_received_ = 0;                           // GUARDED_BY(mu_)
+};
+
+}  // namespace weft::fabric

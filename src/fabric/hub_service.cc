@@ -1,0 +1,563 @@
+#include "fabric/hub_service.h"
+
+#include <openssl/rand.h>
+
+#include <array>
+#include <unordered_map>
+
+#include "base/bytes.h"
+#include "fabric/wire.h"
+#include "vfs/path.h"
+
+namespace weft::fabric {
+namespace {
+
+int HttpStatusOf(const Status& s) {
+  switch (s.code()) {
+    case StatusCode::kInvalidArgument:
+      return 400;
+    case StatusCode::kPermissionDenied:
+      return s.message().starts_with("Unauthenticated") ? 401 : 403;
+    case StatusCode::kNotFound:
+      return 404;
+    case StatusCode::kAlreadyExists:
+    case StatusCode::kNotADirectory:
+    case StatusCode::kIsADirectory:
+    case StatusCode::kNotEmpty:
+    case StatusCode::kFailedPrecondition:
+    case StatusCode::kAborted:
+      return 409;
+    case StatusCode::kResourceExhausted:
+      return 507;
+    case StatusCode::kUnavailable:
+      return 503;
+    case StatusCode::kUnimplemented:
+      return 501;
+    default:
+      return 500;
+  }
+}
+
+std::string NewId() {
+  std::array<unsigned char, 16> raw{};
+  RAND_bytes(raw.data(), raw.size());
+  return ToHex(ByteSpan(raw.data(), raw.size()));
+}
+
+Result<std::string> NormalisePath(const std::string& path) {
+  WEFT_ASSIGN_OR_RETURN(auto segments, SplitPath(path));
+  return JoinPath(segments);
+}
+
+// The lease key of a read: the live path, or its snapshot form, so that deleting a snapshot
+// revokes exactly its keys (AffectedBySnapshot).
+std::string LeaseKey(const std::string& dir, const std::optional<std::string>& snapshot) {
+  if (!snapshot) return dir;
+  return "/.weft/snapshots/" + *snapshot + (dir == "/" ? "" : dir);
+}
+
+std::optional<std::string> OptionalString(const json& args, const char* key) {
+  if (!args.contains(key) || args.at(key).is_null()) return std::nullopt;
+  return args.at(key).get<std::string>();
+}
+
+}  // namespace
+
+// One request: its parsed parts and where the answer goes.
+struct HubService::Call {
+  const net::HttpRequest& http;
+  net::BodyReader& body;
+  net::ResponseWriter& response;
+  std::string op;
+  RequestContext ctx;
+  json args;            // the JSON header (or whole JSON body)
+  std::string payload;  // binary bytes after a framed header
+  json reply = json::object();
+  std::optional<std::string> binary_reply;
+  int status = 200;
+};
+
+// A chunk upload for one commit: a writer that is never committed holds the uploaded chunks
+// against garbage collection until the commit that references them (or until it idles out).
+struct HubService::Upload {
+  std::mutex mu;
+  std::string user;
+  std::string path;
+  std::unique_ptr<FileWriter> staging;  // GUARDED_BY(mu)
+  std::chrono::steady_clock::time_point last_used;
+};
+
+HubService::HubService(Volume* volume, LeaseTable* leases, auth::IdentityStore* identities,
+                       HubServiceOptions options, UpstreamLeases* upstream)
+    : volume_(volume),
+      leases_(leases),
+      identities_(identities),
+      options_(options),
+      upstream_(upstream) {}
+
+std::chrono::milliseconds HubService::GrantAround(const std::string& spoke, const std::string& key,
+                                                  const std::function<void()>& read) {
+  const uint64_t epoch = upstream_ != nullptr ? upstream_->Epoch(key) : 0;
+  auto lease = leases_->Grant(spoke, key);
+  read();
+  if (upstream_ != nullptr) lease = std::min(lease, upstream_->Remaining(key, epoch));
+  return lease;
+}
+
+HubService::~HubService() = default;
+
+void HubService::Handle(const net::HttpRequest& request, net::BodyReader& body,
+                        net::ResponseWriter& response) {
+  Call call{request, body, response, {}, {}, {}, {}, {}, {}, 200};
+  Status s = Dispatch(call);
+  if (response.started()) return;
+  if (!s.ok()) {
+    call.status = HttpStatusOf(s);
+    call.reply["error"] = StatusToJson(s);
+  }
+  if (call.binary_reply && s.ok()) {
+    (void)response.Send(200, {{"Content-Type", "application/octet-stream"}}, *call.binary_reply);
+    return;
+  }
+  std::vector<net::HttpHeader> headers = {{"Content-Type", "application/json"}};
+  if (call.status == 401) headers.push_back({"WWW-Authenticate", "Bearer realm=\"weft\""});
+  (void)response.Send(call.status, headers, call.reply.dump());
+}
+
+Status HubService::Dispatch(Call& call) {
+  std::string_view path = call.http.path;
+  if (!path.starts_with(kFabricPrefix)) return NotFound("no such fabric endpoint");
+  call.op = std::string(path.substr(kFabricPrefix.size()));
+  if (call.http.method != "POST" && !(call.http.method == "GET" && call.op == "spokes")) {
+    return InvalidArgument("fabric endpoints take POST (GET for spokes)");
+  }
+  if (call.op != "token") {
+    WEFT_ASSIGN_OR_RETURN(
+        call.ctx.principal,
+        auth::AuthenticateBearer(call.http.Header("Authorization"), *identities_,
+                                 "get one with POST " + std::string(kFabricPrefix) + "token"));
+  }
+  call.ctx.protocol = "fabric";
+  if (call.op == "spokes") return ListSpokes(call);
+
+  // The body: JSON, or (commit, upload, missing) a length-prefixed JSON header and bytes.
+  if (call.http.content_length && *call.http.content_length > options_.max_body_bytes) {
+    return InvalidArgument("request body larger than " + std::to_string(options_.max_body_bytes));
+  }
+  std::string raw;
+  std::array<char, 64 << 10> buffer;
+  while (true) {
+    WEFT_ASSIGN_OR_RETURN(size_t n, call.body.Read(buffer));
+    if (n == 0) break;
+    if (raw.size() + n > options_.max_body_bytes) {
+      return InvalidArgument("request body larger than " + std::to_string(options_.max_body_bytes));
+    }
+    raw.append(buffer.data(), n);
+  }
+  std::string_view header = raw;
+  const bool framed = call.op == "commit" || call.op == "upload" || call.op == "missing";
+  if (framed) {
+    if (raw.size() < 4) return InvalidArgument("framed body without its header length");
+    uint32_t len = GetBigEndian32(raw.data());
+    if (len > raw.size() - 4) return InvalidArgument("framed body shorter than its header");
+    header = std::string_view(raw).substr(4, len);
+    call.payload = raw.substr(4 + len);
+  }
+  WEFT_ASSIGN_OR_RETURN(call.args, ParseJson(header));
+  if (!call.args.is_object()) return InvalidArgument("the request must be a JSON object");
+
+  try {
+    if (call.op == "token") return IssueToken(call);
+    if (call.op == "attach") return Attach(call);
+    // Every other call names the spoke it comes from, which must be this user's.
+    WEFT_ASSIGN_OR_RETURN(SpokeRecord spoke,
+                          FindSpoke(call, call.args.at("spoke").get<std::string>()));
+    call.ctx.site = spoke.site;
+    if (call.op == "events") return Events(call);
+    if (call.op == "lookup") return Lookup(call);
+    if (call.op == "list") return List(call);
+    if (call.op == "fetch") return Fetch(call);
+    if (call.op == "missing") return Missing(call);
+    if (call.op == "upload") return UploadChunks(call);
+    if (call.op == "commit") return Commit(call);
+    if (call.op == "call") return Forward(call);
+  } catch (const json::exception& e) {
+    return InvalidArgument("malformed " + call.op + " request: " + e.what());
+  }
+  return NotFound("no fabric endpoint '" + call.op + "'");
+}
+
+Result<SpokeRecord> HubService::FindSpoke(const Call& call, const std::string& id) {
+  std::lock_guard lock(mu_);
+  auto it = spokes_.find(id);
+  if (it == spokes_.end() || it->second.user != call.ctx.principal) {
+    return FailedPrecondition("UnknownSpoke: spoke '" + id.substr(0, 40) +
+                              "' is not attached for this user; attach again");
+  }
+  return it->second;
+}
+
+Status HubService::IssueToken(Call& call) {
+  constexpr int64_t kTokenTtlNs = 3600LL * 1'000'000'000;
+  WEFT_ASSIGN_OR_RETURN(
+      auth::BearerToken token,
+      auth::IssueTokenForKey(*identities_, call.args.at("access_key_id").get<std::string>(),
+                             call.args.at("secret_access_key").get<std::string>(), kTokenTtlNs));
+  call.reply = {{"token", token.token}, {"user", token.user}, {"expires_in", 3600}};
+  return OkStatus();
+}
+
+Status HubService::Attach(Call& call) {
+  SpokeRecord rec;
+  rec.user = call.ctx.principal;
+  rec.site = call.args.at("site").get<std::string>();
+  if (rec.site.empty() || rec.site.size() > 64) return InvalidArgument("site must be 1..64 bytes");
+  rec.tags = call.args.value("tags", std::vector<std::string>{});
+  for (const std::string& p : call.args.value("portals", std::vector<std::string>{})) {
+    WEFT_ASSIGN_OR_RETURN(std::string portal, NormalisePath(p));
+    WEFT_RETURN_IF_ERROR(identities_->Authorize(rec.user, auth::kRead | auth::kList,
+                                                portal == "/" ? "/" : portal + "/"));
+    rec.portals.push_back(portal);
+  }
+  rec.id = NewId();
+  rec.attached_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                        std::chrono::system_clock::now().time_since_epoch())
+                        .count();
+  {
+    std::lock_guard lock(mu_);
+    spokes_[rec.id] = rec;
+  }
+  if (options_.on_attach) options_.on_attach();
+  call.reply = {
+      {"spoke", rec.id}, {"lease_ms", leases_->lease_length().count()}, {"user", rec.user}};
+  return OkStatus();
+}
+
+Status HubService::Events(Call& call) {
+  const std::string spoke = call.args.at("spoke").get<std::string>();
+  uint64_t ack = call.args.value("ack", uint64_t{0});
+  auto wait = std::min(std::chrono::milliseconds(call.args.value("wait_ms", int64_t{0})),
+                       options_.max_poll_wait);
+  json list = json::array();
+  for (const Invalidation& inv : leases_->Poll(spoke, ack, wait)) {
+    list.push_back({{"seq", inv.seq}, {"dirs", inv.dirs}, {"subtrees", inv.subtrees}});
+  }
+  call.reply = {{"invalidations", list}};
+  return OkStatus();
+}
+
+Status HubService::Lookup(Call& call) {
+  const std::string spoke = call.args.at("spoke").get<std::string>();
+  WEFT_ASSIGN_OR_RETURN(std::string path, NormalisePath(call.args.at("path").get<std::string>()));
+  ReadOptions opts;
+  opts.snapshot = OptionalString(call.args, "snapshot");
+  // A directory is named with or without its trailing '/'.
+  Status allowed = identities_->Authorize(call.ctx.principal, auth::kRead, path);
+  if (!allowed.ok() && path != "/") {
+    allowed = identities_->Authorize(call.ctx.principal, auth::kRead, path + "/");
+  }
+  WEFT_RETURN_IF_ERROR(allowed);
+  if (auto version = OptionalString(call.args, "version")) {
+    // A version never changes: no lease.
+    WEFT_ASSIGN_OR_RETURN(auto reader, volume_->OpenVersion(call.ctx, path, *version));
+    call.reply["info"] = InfoToJson(reader->info());
+    call.reply["chunks"] = ChunksToJson(reader->chunks());
+    return OkStatus();
+  }
+  Result<FileInfo> info = Internal("not read");
+  std::vector<ChunkRef> chunks;
+  auto lease = GrantAround(spoke, LeaseKey(ParentDir(path), opts.snapshot), [&] {
+    info = volume_->Stat(call.ctx, path, opts);
+    if (info.ok() && info->type == FileType::kFile) {
+      Result<std::unique_ptr<FileReader>> reader = volume_->OpenReader(call.ctx, path, opts);
+      info = reader.ok() ? Result<FileInfo>((*reader)->info()) : reader.status();
+      if (reader.ok()) chunks = (*reader)->chunks();
+    }
+  });
+  call.reply["lease_ms"] = lease.count();
+  if (!info.ok()) return info.status();  // NotFound keeps its lease: absence is cached too
+  call.reply["info"] = InfoToJson(*info);
+  if (info->type == FileType::kFile) call.reply["chunks"] = ChunksToJson(chunks);
+  return OkStatus();
+}
+
+Status HubService::List(Call& call) {
+  const std::string spoke = call.args.at("spoke").get<std::string>();
+  WEFT_ASSIGN_OR_RETURN(std::string path, NormalisePath(call.args.at("path").get<std::string>()));
+  ReadDirOptions opts;
+  opts.snapshot = OptionalString(call.args, "snapshot");
+  opts.start_after = call.args.value("start_after", std::string());
+  opts.limit = call.args.value("limit", uint32_t{1000});
+  opts.with_info = call.args.value("with_info", false);
+  WEFT_RETURN_IF_ERROR(
+      identities_->Authorize(call.ctx.principal, auth::kList, path == "/" ? "/" : path + "/"));
+  Result<ReadDirPage> listed = Internal("not read");
+  auto lease = GrantAround(spoke, LeaseKey(path, opts.snapshot),
+                           [&] { listed = volume_->ReadDir(call.ctx, path, opts); });
+  call.reply["lease_ms"] = lease.count();
+  WEFT_ASSIGN_OR_RETURN(ReadDirPage page, std::move(listed));
+  json entries = json::array();
+  for (const DirEntry& e : page.entries) {
+    json j = {{"name", e.name}, {"type", int(e.type)}, {"inode", e.inode}};
+    if (e.info) j["info"] = InfoToJson(*e.info);
+    entries.push_back(std::move(j));
+  }
+  call.reply["entries"] = std::move(entries);
+  call.reply["truncated"] = page.truncated;
+  return OkStatus();
+}
+
+Status HubService::Fetch(Call& call) {
+  const std::string spoke = call.args.at("spoke").get<std::string>();
+  std::string out;
+  for (const json& item : call.args.at("items")) {
+    WEFT_ASSIGN_OR_RETURN(std::string path, NormalisePath(item.at("path").get<std::string>()));
+    WEFT_RETURN_IF_ERROR(identities_->Authorize(call.ctx.principal, auth::kRead, path));
+    WEFT_ASSIGN_OR_RETURN(
+        auto reader, volume_->OpenVersion(call.ctx, path, item.at("version").get<std::string>()));
+    for (const json& index : item.at("indices")) {
+      size_t i = index.get<size_t>();
+      WEFT_ASSIGN_OR_RETURN(std::shared_ptr<const std::string> data, reader->ReadChunk(i));
+      AppendChunkFrame(reader->chunks()[i].id, *data, &out);
+      if (out.size() > options_.max_body_bytes) {
+        return InvalidArgument("fetch batch larger than " +
+                               std::to_string(options_.max_body_bytes));
+      }
+    }
+  }
+  {
+    std::lock_guard lock(mu_);
+    spokes_[spoke].bytes_sent += out.size();
+  }
+  call.binary_reply = std::move(out);
+  return OkStatus();
+}
+
+Status HubService::Missing(Call& call) {
+  WEFT_ASSIGN_OR_RETURN(std::vector<ChunkId> ids, DecodeIds(call.payload));
+  WEFT_ASSIGN_OR_RETURN(std::vector<ChunkId> missing, volume_->MissingChunks(call.ctx, ids));
+  call.binary_reply = EncodeIds(missing);
+  return OkStatus();
+}
+
+Status HubService::UploadChunks(Call& call) {
+  const std::string spoke = call.args.at("spoke").get<std::string>();
+  const std::string session = call.args.at("session").get<std::string>();
+  WEFT_ASSIGN_OR_RETURN(std::string path, NormalisePath(call.args.at("path").get<std::string>()));
+  WEFT_RETURN_IF_ERROR(identities_->Authorize(call.ctx.principal, auth::kWrite, path));
+  if (session.size() < 16 || session.size() > 64) return InvalidArgument("bad upload session id");
+  DropIdleUploads();
+  std::shared_ptr<Upload> upload;
+  {
+    std::lock_guard lock(mu_);
+    auto& slot = uploads_[session];
+    if (!slot) {
+      slot = std::make_shared<Upload>();
+      slot->user = call.ctx.principal;
+      slot->path = path;
+    }
+    upload = slot;
+    upload->last_used = std::chrono::steady_clock::now();
+  }
+  if (upload->user != call.ctx.principal || upload->path != path) {
+    return PermissionDenied("AccessDenied: upload session belongs to another user or path");
+  }
+  std::lock_guard lock(upload->mu);
+  if (!upload->staging) {
+    WriteOptions staging;
+    staging.etag = "upload";
+    staging.create_parents = true;
+    WEFT_ASSIGN_OR_RETURN(upload->staging, volume_->OpenWriter(call.ctx, path, staging));
+  }
+  std::string_view in = call.payload;
+  uint64_t stored = 0;
+  while (true) {
+    WEFT_ASSIGN_OR_RETURN(std::optional<ChunkFrame> frame, NextChunkFrame(&in));
+    if (!frame) break;
+    ChunkRef ref{frame->id, static_cast<uint32_t>(frame->plaintext.size())};
+    Status s = upload->staging->AppendChunk(ref, AsBytes(frame->plaintext));
+    if (!s.ok()) {
+      upload->staging.reset();  // aborted by the failure; a later upload starts afresh
+      return s;
+    }
+    ++stored;
+  }
+  {
+    std::lock_guard l(mu_);
+    spokes_[spoke].bytes_received += call.payload.size();
+  }
+  call.reply = {{"stored", stored}};
+  return OkStatus();
+}
+
+Status HubService::Commit(Call& call) {
+  const std::string spoke = call.args.at("spoke").get<std::string>();
+  WEFT_ASSIGN_OR_RETURN(std::string path, NormalisePath(call.args.at("path").get<std::string>()));
+  WEFT_RETURN_IF_ERROR(identities_->Authorize(call.ctx.principal, auth::kWrite, path));
+  WEFT_ASSIGN_OR_RETURN(std::vector<ChunkRef> chunks, ChunksFromJson(call.args.at("chunks")));
+  WriteOptions opts;
+  opts.etag = call.args.at("etag").get<std::string>();
+  opts.mode = call.args.value("mode", uint32_t{0644});
+  opts.create_parents = call.args.value("create_parents", false);
+  if (call.args.contains("mtime_ns")) opts.mtime_ns = call.args.at("mtime_ns").get<int64_t>();
+  if (call.args.contains("if_version")) opts.if_version = OptionalString(call.args, "if_version");
+  if (call.args.contains("attributes"))
+    opts.attributes = call.args.at("attributes").get<Attributes>();
+
+  std::unordered_map<ChunkId, std::string, ChunkIdHash> inline_chunks;
+  std::string_view in = call.payload;
+  while (true) {
+    WEFT_ASSIGN_OR_RETURN(std::optional<ChunkFrame> frame, NextChunkFrame(&in));
+    if (!frame) break;
+    inline_chunks[frame->id] = std::move(frame->plaintext);
+  }
+  // The upload session (if any) keeps its chunks held until this commit is done.
+  std::shared_ptr<Upload> upload;
+  if (auto session = OptionalString(call.args, "session")) {
+    std::lock_guard lock(mu_);
+    auto it = uploads_.find(*session);
+    if (it != uploads_.end() && it->second->user == call.ctx.principal) upload = it->second;
+  }
+  WEFT_ASSIGN_OR_RETURN(auto writer, volume_->OpenWriter(call.ctx, path, opts));
+  for (const ChunkRef& ref : chunks) {
+    auto it = inline_chunks.find(ref.id);
+    std::optional<ByteSpan> data;
+    if (it != inline_chunks.end()) data = AsBytes(it->second);
+    WEFT_RETURN_IF_ERROR(writer->AppendChunk(ref, data).WithContext(path));
+  }
+  WEFT_ASSIGN_OR_RETURN(FileInfo info, writer->Commit());
+  if (upload) {
+    std::lock_guard lock(mu_);
+    uploads_.erase(call.args.at("session").get<std::string>());
+  }
+  {
+    std::lock_guard lock(mu_);
+    spokes_[spoke].bytes_received += call.payload.size();
+  }
+  call.reply = {{"info", InfoToJson(info)}};
+  return OkStatus();
+}
+
+void HubService::DropIdleUploads() {
+  std::lock_guard lock(mu_);
+  auto now = std::chrono::steady_clock::now();
+  for (auto it = uploads_.begin(); it != uploads_.end();) {
+    it = now - it->second->last_used > options_.upload_idle ? uploads_.erase(it) : std::next(it);
+  }
+}
+
+Status HubService::Forward(Call& call) {
+  const json& a = call.args;
+  const std::string op = a.at("op").get<std::string>();
+  auto path_arg = [&](const char* key) { return NormalisePath(a.at(key).get<std::string>()); };
+  auto authorize = [&](uint8_t needed, const std::string& path) {
+    return identities_->Authorize(call.ctx.principal, needed, path);
+  };
+  const RequestContext& ctx = call.ctx;
+  if (op == "mkdir") {
+    WEFT_ASSIGN_OR_RETURN(std::string path, path_arg("path"));
+    WEFT_RETURN_IF_ERROR(authorize(auth::kWrite, path + "/"));
+    WEFT_ASSIGN_OR_RETURN(FileInfo info, volume_->Mkdir(ctx, path, a.value("mode", uint32_t{0755}),
+                                                        a.value("parents", false)));
+    call.reply = {{"info", InfoToJson(info)}};
+  } else if (op == "symlink") {
+    WEFT_ASSIGN_OR_RETURN(std::string path, path_arg("path"));
+    WEFT_RETURN_IF_ERROR(authorize(auth::kWrite, path));
+    WEFT_ASSIGN_OR_RETURN(FileInfo info,
+                          volume_->Symlink(ctx, path, a.at("target").get<std::string>()));
+    call.reply = {{"info", InfoToJson(info)}};
+  } else if (op == "rename") {
+    WEFT_ASSIGN_OR_RETURN(std::string from, path_arg("from"));
+    WEFT_ASSIGN_OR_RETURN(std::string to, path_arg("to"));
+    WEFT_RETURN_IF_ERROR(authorize(auth::kWrite, from));
+    WEFT_RETURN_IF_ERROR(authorize(auth::kWrite, to));
+    WEFT_RETURN_IF_ERROR(volume_->Rename(ctx, from, to));
+  } else if (op == "unlink" || op == "rmdir") {
+    WEFT_ASSIGN_OR_RETURN(std::string path, path_arg("path"));
+    WEFT_RETURN_IF_ERROR(authorize(auth::kWrite, op == "rmdir" ? path + "/" : path));
+    WEFT_RETURN_IF_ERROR(op == "rmdir" ? volume_->Rmdir(ctx, path) : volume_->Unlink(ctx, path));
+  } else if (op == "setattr") {
+    WEFT_ASSIGN_OR_RETURN(std::string path, path_arg("path"));
+    WEFT_RETURN_IF_ERROR(authorize(auth::kWrite, path));
+    SetAttrRequest req;
+    if (a.contains("mode")) req.mode = a.at("mode").get<uint32_t>();
+    if (a.contains("uid")) req.uid = a.at("uid").get<uint32_t>();
+    if (a.contains("gid")) req.gid = a.at("gid").get<uint32_t>();
+    if (a.contains("mtime_ns")) req.mtime_ns = a.at("mtime_ns").get<int64_t>();
+    if (a.contains("attributes")) req.attributes = a.at("attributes").get<Attributes>();
+    WEFT_ASSIGN_OR_RETURN(FileInfo info, volume_->SetAttr(ctx, path, req));
+    call.reply = {{"info", InfoToJson(info)}};
+  } else if (op == "snapshot_create") {
+    WEFT_ASSIGN_OR_RETURN(std::string path, path_arg("path"));
+    WEFT_RETURN_IF_ERROR(authorize(auth::kAdmin, path));
+    WEFT_ASSIGN_OR_RETURN(SnapshotInfo snap,
+                          volume_->CreateSnapshot(ctx, a.at("name").get<std::string>(), path));
+    call.reply = {{"snapshot", SnapshotToJson(snap)}};
+  } else if (op == "snapshot_list") {
+    WEFT_ASSIGN_OR_RETURN(auto snaps, volume_->ListSnapshots(ctx));
+    json list = json::array();
+    for (const SnapshotInfo& s : snaps) {
+      if (authorize(auth::kList, s.path == "/" ? "/" : s.path + "/").ok()) {
+        list.push_back(SnapshotToJson(s));
+      }
+    }
+    call.reply = {{"snapshots", list}};
+  } else if (op == "snapshot_delete") {
+    WEFT_RETURN_IF_ERROR(authorize(auth::kAdmin, "/"));
+    WEFT_RETURN_IF_ERROR(volume_->DeleteSnapshot(ctx, a.at("name").get<std::string>()));
+  } else if (op == "versions") {
+    WEFT_ASSIGN_OR_RETURN(std::string path, path_arg("path"));
+    WEFT_RETURN_IF_ERROR(authorize(auth::kRead, path));
+    WEFT_ASSIGN_OR_RETURN(auto versions, volume_->ListVersions(ctx, path));
+    json list = json::array();
+    for (const VersionInfo& v : versions) list.push_back(VersionToJson(v));
+    call.reply = {{"versions", list}};
+  } else if (op == "delete_version") {
+    WEFT_ASSIGN_OR_RETURN(std::string path, path_arg("path"));
+    WEFT_RETURN_IF_ERROR(authorize(auth::kWrite, path));
+    WEFT_RETURN_IF_ERROR(volume_->DeleteVersion(ctx, path, a.at("version").get<std::string>()));
+  } else if (op == "changes") {
+    WEFT_RETURN_IF_ERROR(authorize(auth::kAdmin, "/"));
+    WEFT_ASSIGN_OR_RETURN(auto changes, volume_->ReadChanges(ctx, a.at("after").get<uint64_t>(),
+                                                             a.at("limit").get<uint32_t>()));
+    json list = json::array();
+    for (const Change& c : changes) list.push_back(ChangeToJson(c));
+    call.reply = {{"changes", list}};
+  } else if (op == "usage") {
+    WEFT_RETURN_IF_ERROR(authorize(auth::kAdmin, "/"));
+    WEFT_ASSIGN_OR_RETURN(UsageInfo usage, volume_->Usage(ctx));
+    call.reply = {{"usage", UsageToJson(usage)}};
+  } else {
+    return NotFound("no fabric call '" + op.substr(0, 40) + "'");
+  }
+  return OkStatus();
+}
+
+Status HubService::ListSpokes(Call& call) {
+  WEFT_RETURN_IF_ERROR(identities_->Authorize(call.ctx.principal, auth::kAdmin, "/"));
+  auto stats = leases_->Stats();
+  json list = json::array();
+  for (const SpokeRecord& s : Spokes()) {
+    const SpokeLeaseStats& l = stats[s.id];
+    list.push_back({{"spoke", s.id},
+                    {"user", s.user},
+                    {"site", s.site},
+                    {"tags", s.tags},
+                    {"portals", s.portals},
+                    {"leases", l.leases},
+                    {"pending_invalidations", l.pending},
+                    {"bytes_sent", s.bytes_sent},
+                    {"bytes_received", s.bytes_received}});
+  }
+  call.reply = {{"spokes", list}};
+  return OkStatus();
+}
+
+std::vector<SpokeRecord> HubService::Spokes() {
+  std::lock_guard lock(mu_);
+  std::vector<SpokeRecord> out;
+  for (const auto& [id, rec] : spokes_) out.push_back(rec);
+  return out;
+}
+
+}  // namespace weft::fabric

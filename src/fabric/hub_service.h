@@ -1,0 +1,107 @@
+// HubService: the hub's side of the hub-spoke protocol, served under /_weft/fabric/v1/
+// (docs/fabric.md). Spokes authenticate with a bearer token of their hub user and are
+// authorised per path like any other principal; every call runs as that user with protocol
+// "fabric" and the spoke's site. The service answers metadata with directory leases
+// (LeaseTable), chunk batches by version, "which of these chunks do you lack", chunk uploads
+// and conditional commits, and the long poll that carries invalidations. The volume it serves
+// must be the CoherentVolume over the same LeaseTable, so that every mutation - from a spoke
+// or any front end - revokes leases first. Thread-safe.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "auth/identity_store.h"
+#include "fabric/lease_table.h"
+#include "net/http_server.h"
+#include "vfs/volume.h"
+
+namespace weft::fabric {
+
+struct SpokeRecord {
+  std::string id;
+  std::string user;  // the hub principal it authenticated as
+  std::string site;
+  std::vector<std::string> tags;
+  std::vector<std::string> portals;  // hub paths it extends
+  int64_t attached_ns = 0;
+  uint64_t bytes_sent = 0;      // chunk bytes sent to it (on the wire)
+  uint64_t bytes_received = 0;  // chunk bytes it uploaded
+};
+
+// When the volume a HubService serves is itself a spoke's PortalVolume (spokes chain), a lease
+// it grants must neither outlive its own lease from upstream nor rest on an answer that an
+// upstream invalidation has already overtaken.
+class UpstreamLeases {
+ public:
+  virtual ~UpstreamLeases() = default;
+  // The invalidation state of lease key `dir` now (before reading).
+  virtual uint64_t Epoch(const std::string& dir) = 0;
+  // How long this node's own lease on `dir` still runs if nothing invalidated it since
+  // `epoch`; zero otherwise.
+  virtual std::chrono::milliseconds Remaining(const std::string& dir, uint64_t epoch) = 0;
+};
+
+struct HubServiceOptions {
+  // Largest commit or upload body held in memory; spokes send more in several uploads.
+  size_t max_body_bytes = 80 << 20;
+  // An upload session nobody committed is dropped after this long.
+  std::chrono::seconds upload_idle{600};
+  // Longest a poll waits for an invalidation before answering empty.
+  std::chrono::milliseconds max_poll_wait{20'000};
+  // Called after each successful attach (the hub records that spokes exist).
+  std::function<void()> on_attach;
+};
+
+class HubService : public net::HttpHandler {
+ public:
+  // `upstream` is null at a hub, the PortalVolume at a spoke that serves chained spokes.
+  HubService(Volume* volume, LeaseTable* leases, auth::IdentityStore* identities,
+             HubServiceOptions options = {}, UpstreamLeases* upstream = nullptr);
+  ~HubService() override;
+
+  void Handle(const net::HttpRequest& request, net::BodyReader& body,
+              net::ResponseWriter& response) override;
+
+  std::vector<SpokeRecord> Spokes();
+
+ private:
+  struct Call;
+  struct Upload;
+  Status Dispatch(Call& call);
+  Status IssueToken(Call& call);
+  Status Attach(Call& call);
+  Status Events(Call& call);
+  Status Lookup(Call& call);
+  Status List(Call& call);
+  Status Fetch(Call& call);
+  Status Missing(Call& call);
+  Status UploadChunks(Call& call);
+  Status Commit(Call& call);
+  Status Forward(Call& call);
+  Status ListSpokes(Call& call);
+  Result<SpokeRecord> FindSpoke(const Call& call, const std::string& id);
+  // Grants `spoke` a lease on `key` around `read` (granted first, so a mutation committing
+  // after the read revokes it), shortened to what upstream still holds. Returns its length.
+  std::chrono::milliseconds GrantAround(const std::string& spoke, const std::string& key,
+                                        const std::function<void()>& read);
+  void DropIdleUploads();
+
+  Volume* volume_;
+  LeaseTable* leases_;
+  auth::IdentityStore* identities_;
+  HubServiceOptions options_;
+  UpstreamLeases* upstream_;
+
+  std::mutex mu_;
+  std::map<std::string, SpokeRecord> spokes_;               // GUARDED_BY(mu_)
+  std::map<std::string, std::shared_ptr<Upload>> uploads_;  // GUARDED_BY(mu_)
+};
+
+}  // namespace weft::fabric

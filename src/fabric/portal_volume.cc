@@ -1,0 +1,1074 @@
+#include "fabric/portal_volume.h"
+
+#include <openssl/rand.h>
+
+#include <algorithm>
+#include <array>
+#include <condition_variable>
+#include <future>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "base/bytes.h"
+#include "fabric/coherent_volume.h"
+#include "vfs/path.h"
+
+namespace weft::fabric {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+Result<std::string> Normalise(std::string_view path) {
+  WEFT_ASSIGN_OR_RETURN(auto segments, SplitPath(path));
+  return JoinPath(segments);
+}
+
+// "/a" + "/b/c" -> "/a/b/c", with "/" as the identity on either side.
+std::string Join(const std::string& base, std::string_view rest) {
+  if (rest.empty() || rest == "/") return base;
+  if (base == "/") return std::string(rest);
+  return base + std::string(rest);
+}
+
+std::string LeaseKey(const std::string& dir, const std::optional<std::string>& snapshot) {
+  if (!snapshot) return dir;
+  return "/.weft/snapshots/" + *snapshot + (dir == "/" ? "" : dir);
+}
+
+// A metadata answer from the hub: a file's info and chunks, a directory's info, or an error
+// about the path itself (NotFound is cached like any other answer).
+struct Lookup {
+  Status status;
+  FileInfo info;
+  std::vector<ChunkRef> chunks;
+};
+
+bool IsPathError(const Status& s) {
+  switch (s.code()) {
+    case StatusCode::kNotFound:
+    case StatusCode::kNotADirectory:
+    case StatusCode::kIsADirectory:
+      return true;
+    default:
+      return false;
+  }
+}
+
+std::string NewSessionId() {
+  std::array<unsigned char, 16> raw{};
+  RAND_bytes(raw.data(), raw.size());
+  return ToHex(ByteSpan(raw.data(), raw.size()));
+}
+
+class PortalVolumeImpl;
+
+class PortalFileReader final : public FileReader {
+ public:
+  PortalFileReader(PortalVolumeImpl* volume, FileInfo info, std::string hub_path,
+                   std::vector<ChunkRef> chunks)
+      : volume_(volume),
+        info_(std::move(info)),
+        hub_path_(std::move(hub_path)),
+        chunks_(std::move(chunks)) {
+    offsets_.reserve(chunks_.size() + 1);
+    uint64_t off = 0;
+    for (const ChunkRef& c : chunks_) {
+      offsets_.push_back(off);
+      off += c.length;
+    }
+    offsets_.push_back(off);
+  }
+
+  const FileInfo& info() const override { return info_; }
+  const std::vector<ChunkRef>& chunks() const override { return chunks_; }
+  Result<std::string> ReadAt(uint64_t offset, uint64_t length) override;
+  Result<std::shared_ptr<const std::string>> ReadChunk(size_t index) override;
+
+  PortalVolumeImpl* owner() const { return volume_; }
+
+ private:
+  // Makes chunks [first, last] local, plus read-ahead when the reader is sequential.
+  Status Ensure(size_t first, size_t last);
+
+  PortalVolumeImpl* volume_;
+  FileInfo info_;
+  std::string hub_path_;
+  std::vector<ChunkRef> chunks_;
+  std::vector<uint64_t> offsets_;
+  std::mutex mu_;
+  uint64_t next_offset_ = 0;    // GUARDED_BY(mu_): where a sequential reader goes next
+  size_t fetched_through_ = 0;  // GUARDED_BY(mu_): read-ahead already covers below this
+};
+
+class PortalFileWriter final : public FileWriter {
+ public:
+  PortalFileWriter(PortalVolumeImpl* volume, RequestContext ctx, std::string local_path,
+                   std::string hub_path, WriteOptions opts);
+  ~PortalFileWriter() override { Abort(); }
+
+  Status Write(ByteSpan data) override;
+  Status AppendFrom(FileReader& source) override;
+  Status AppendChunk(const ChunkRef& chunk, std::optional<ByteSpan> data) override;
+  Result<FileInfo> Commit() override;
+  void Abort() override { done_ = true; }
+  uint64_t bytes_written() const override { return size_; }
+
+ private:
+  Status Check() const {
+    return done_ ? FailedPrecondition(local_path_ + ": writer already committed or aborted")
+                 : OkStatus();
+  }
+  Status Fail(Status s) {
+    if (!s.ok()) Abort();
+    return s;
+  }
+  std::unique_ptr<StreamSplitter> NewSplitter();
+
+  PortalVolumeImpl* volume_;
+  RequestContext ctx_;
+  std::string local_path_;
+  std::string hub_path_;
+  WriteOptions opts_;
+  std::unique_ptr<StreamSplitter> splitter_;
+  Md5Hasher md5_;
+  std::vector<ChunkRef> chunks_;
+  uint64_t size_ = 0;
+  bool done_ = false;
+};
+
+class PortalVolumeImpl final : public PortalVolume {
+ public:
+  PortalVolumeImpl(std::unique_ptr<HubClient> hub, std::shared_ptr<ChunkStore> chunks,
+                   PortalVolumeOptions options)
+      : hub_(std::move(hub)), chunks_(std::move(chunks)), options_(std::move(options)) {
+    // Longest local path first: the most specific portal wins.
+    std::sort(
+        options_.portals.begin(), options_.portals.end(),
+        [](const Portal& a, const Portal& b) { return a.local_path.size() > b.local_path.size(); });
+  }
+
+  ~PortalVolumeImpl() override {
+    stop_ = true;
+    if (poller_.joinable()) poller_.join();
+  }
+
+  Status Start() {
+    AttachRequest req{options_.site, options_.tags, {}};
+    for (const Portal& p : options_.portals) req.portals.push_back(p.hub_path);
+    WEFT_ASSIGN_OR_RETURN(lease_, hub_->Attach(req));
+    poller_ = std::thread([this] { PollLoop(); });
+    return OkStatus();
+  }
+
+  void SetInvalidationHook(std::function<void(const Affected&)> hook) override {
+    std::lock_guard lock(hook_mu_);
+    hook_ = std::move(hook);
+  }
+
+  PortalStats Stats() const override {
+    PortalStats s;
+    s.metadata_hits = metadata_hits_;
+    s.metadata_misses = metadata_misses_;
+    s.chunk_hits = chunk_hits_;
+    s.chunks_fetched = chunks_fetched_;
+    s.bytes_fetched = bytes_fetched_;
+    s.bytes_uploaded = bytes_uploaded_;
+    s.invalidations = invalidations_;
+    return s;
+  }
+  const HubClient& hub() const override { return *hub_; }
+  HubClient& hub_client() { return *hub_; }
+  ChunkStore& chunk_store() { return *chunks_; }
+  const PortalVolumeOptions& options() const { return options_; }
+
+  // --- path mapping ---
+
+  // Where a local path lives: at the hub (hub_path set), or a synthetic directory above the
+  // portals (virtual_dir).
+  struct Mapped {
+    std::string local;
+    std::string hub;
+    bool virtual_dir = false;
+  };
+
+  Result<Mapped> Map(const std::string& path) const {
+    WEFT_ASSIGN_OR_RETURN(std::string local, Normalise(path));
+    Mapped m;
+    m.local = local;
+    if (IsAtOrUnder(local, "/.weft")) {  // snapshots: the hub's own namespace
+      m.hub = local;
+      return m;
+    }
+    for (const Portal& p : options_.portals) {
+      if (IsAtOrUnder(local, p.local_path)) {
+        m.hub = Join(p.hub_path, p.local_path == "/" ? local : local.substr(p.local_path.size()));
+        return m;
+      }
+    }
+    for (const Portal& p : options_.portals) {
+      if (IsAtOrUnder(p.local_path, local)) {
+        m.virtual_dir = true;
+        return m;
+      }
+    }
+    return NotFound(local + ": not in any portal of this spoke");
+  }
+
+  // A hub path back to the local path a client sees ("" if no portal shows it).
+  std::string ToLocal(const std::string& hub_path) const {
+    if (IsAtOrUnder(hub_path, "/.weft")) return hub_path;
+    for (const Portal& p : options_.portals) {
+      if (IsAtOrUnder(hub_path, p.hub_path)) {
+        return Join(p.local_path,
+                    p.hub_path == "/" ? hub_path : hub_path.substr(p.hub_path.size()));
+      }
+    }
+    return "";
+  }
+
+  FileInfo Localise(FileInfo info, const std::string& local_path) const {
+    info.path = local_path;
+    return info;
+  }
+
+  Status NotWritable(const Mapped& m) const {
+    return ReadOnly(m.local + ": above this spoke's portals; write inside a portal");
+  }
+
+  // --- metadata cache ---
+
+  struct DirCache {
+    Clock::time_point expiry{};
+    std::map<std::string, Lookup> lookups;  // by hub path
+    std::map<std::string, ReadDirPage> pages;
+  };
+  struct Generation {
+    uint64_t key = 0;
+    uint64_t subtree = 0;
+    bool operator==(const Generation&) const = default;
+  };
+
+  Generation GenerationLocked(const std::string& key) {
+    auto it = key_gen_.find(key);
+    return {it == key_gen_.end() ? 0 : it->second, subtree_gen_};
+  }
+
+  // The cache entry for `key` to install into, if no invalidation happened since `gen` was
+  // read; its lease is extended to `expiry` (leases at the hub only ever extend).
+  DirCache* InstallLocked(const std::string& key, Generation gen, Clock::time_point expiry) {
+    if (GenerationLocked(key) != gen) return nullptr;
+    DirCache& d = dirs_[key];
+    if (d.expiry <= Clock::now()) d = DirCache{};  // what it held was under a lease now gone
+    d.expiry = std::max(d.expiry, expiry);
+    return &d;
+  }
+
+  Clock::time_point LeaseEnd(Clock::time_point sent, int64_t lease_ms) const {
+    // A margin for clock rate differences between hub and spoke.
+    auto lease = std::chrono::milliseconds(lease_ms);
+    return sent + lease - lease / 10;
+  }
+
+  Result<Lookup> LookupHub(const std::string& hub_path,
+                           const std::optional<std::string>& snapshot) {
+    const std::string key = LeaseKey(ParentDir(hub_path), snapshot);
+    Generation gen;
+    {
+      std::lock_guard lock(cache_mu_);
+      auto it = dirs_.find(key);
+      if (it != dirs_.end() && it->second.expiry > Clock::now()) {
+        auto hit = it->second.lookups.find(hub_path);
+        if (hit != it->second.lookups.end()) {
+          ++metadata_hits_;
+          return hit->second;
+        }
+      }
+      gen = GenerationLocked(key);
+    }
+    ++metadata_misses_;
+    const auto sent = Clock::now();
+    json args = {{"path", hub_path}};
+    if (snapshot) args["snapshot"] = *snapshot;
+    json error_body;
+    Result<json> reply = hub_->Call("lookup", args, &error_body);
+    Lookup result;
+    int64_t lease_ms = 0;
+    if (reply.ok()) {
+      WEFT_ASSIGN_OR_RETURN(result.info, InfoFromJson(reply->at("info")));
+      if (reply->contains("chunks")) {
+        WEFT_ASSIGN_OR_RETURN(result.chunks, ChunksFromJson(reply->at("chunks")));
+      }
+      lease_ms = reply->value("lease_ms", int64_t{0});
+    } else if (IsPathError(reply.status())) {
+      result.status = reply.status();
+      lease_ms = error_body.value("lease_ms", int64_t{0});
+    } else {
+      return reply.status();
+    }
+    if (lease_ms > 0) {
+      std::lock_guard lock(cache_mu_);
+      if (DirCache* d = InstallLocked(key, gen, LeaseEnd(sent, lease_ms))) {
+        d->lookups[hub_path] = result;
+      }
+    }
+    return result;
+  }
+
+  Result<ReadDirPage> ListHub(const std::string& hub_path, const ReadDirOptions& opts) {
+    const std::string key = LeaseKey(hub_path, opts.snapshot);
+    const std::string page_key =
+        opts.start_after + '\0' + std::to_string(opts.limit) + (opts.with_info ? "+" : "-");
+    Generation gen;
+    {
+      std::lock_guard lock(cache_mu_);
+      auto it = dirs_.find(key);
+      if (it != dirs_.end() && it->second.expiry > Clock::now()) {
+        auto hit = it->second.pages.find(page_key);
+        if (hit != it->second.pages.end()) {
+          ++metadata_hits_;
+          return hit->second;
+        }
+      }
+      gen = GenerationLocked(key);
+    }
+    ++metadata_misses_;
+    const auto sent = Clock::now();
+    json args = {{"path", hub_path},
+                 {"start_after", opts.start_after},
+                 {"limit", opts.limit},
+                 {"with_info", opts.with_info}};
+    if (opts.snapshot) args["snapshot"] = *opts.snapshot;
+    WEFT_ASSIGN_OR_RETURN(json reply, hub_->Call("list", args));
+    ReadDirPage page;
+    page.truncated = reply.value("truncated", false);
+    try {
+      for (const json& e : reply.at("entries")) {
+        DirEntry entry;
+        entry.name = e.at("name").get<std::string>();
+        entry.type = static_cast<FileType>(e.at("type").get<int>());
+        entry.inode = e.at("inode").get<uint64_t>();
+        if (e.contains("info")) {
+          WEFT_ASSIGN_OR_RETURN(entry.info, InfoFromJson(e.at("info")));
+        }
+        page.entries.push_back(std::move(entry));
+      }
+    } catch (const json::exception& e) {
+      return InvalidArgument(std::string("malformed listing from the hub: ") + e.what());
+    }
+    int64_t lease_ms = reply.value("lease_ms", int64_t{0});
+    if (lease_ms > 0) {
+      std::lock_guard lock(cache_mu_);
+      if (DirCache* d = InstallLocked(key, gen, LeaseEnd(sent, lease_ms)))
+        d->pages[page_key] = page;
+    }
+    return page;
+  }
+
+  // Drops what the hub says changed (hub paths) and bumps generations so that answers in
+  // flight from before are not installed.
+  void Invalidate(const Affected& affected) {
+    std::lock_guard lock(cache_mu_);
+    for (const std::string& dir : affected.dirs) {
+      dirs_.erase(dir);
+      ++key_gen_[dir];
+    }
+    if (!affected.subtrees.empty()) {
+      ++subtree_gen_;
+      for (auto it = dirs_.begin(); it != dirs_.end();) {
+        bool under =
+            std::any_of(affected.subtrees.begin(), affected.subtrees.end(),
+                        [&](const std::string& root) { return IsAtOrUnder(it->first, root); });
+        it = under ? dirs_.erase(it) : std::next(it);
+      }
+    }
+  }
+
+  void DropAll() {
+    std::lock_guard lock(cache_mu_);
+    dirs_.clear();
+    ++subtree_gen_;
+  }
+
+  // UpstreamLeases, keyed by local directories. Snapshot keys get no lease downstream.
+  std::optional<std::string> HubKey(const std::string& local_dir) const {
+    if (IsAtOrUnder(local_dir, "/.weft")) return std::nullopt;
+    auto m = Map(local_dir);
+    if (!m.ok() || m->virtual_dir) return std::nullopt;
+    return m->hub;
+  }
+
+  uint64_t Epoch(const std::string& dir) override {
+    auto key = HubKey(dir);
+    if (!key) return 0;
+    std::lock_guard lock(cache_mu_);
+    Generation g = GenerationLocked(*key);
+    return (g.key << 32) ^ (g.subtree & 0xffffffffu);
+  }
+
+  std::chrono::milliseconds Remaining(const std::string& dir, uint64_t epoch) override {
+    auto key = HubKey(dir);
+    if (!key) return std::chrono::milliseconds(0);
+    std::lock_guard lock(cache_mu_);
+    Generation g = GenerationLocked(*key);
+    if (((g.key << 32) ^ (g.subtree & 0xffffffffu)) != epoch) return std::chrono::milliseconds(0);
+    auto it = dirs_.find(*key);
+    auto now = Clock::now();
+    if (it == dirs_.end() || it->second.expiry <= now) return std::chrono::milliseconds(0);
+    return std::chrono::duration_cast<std::chrono::milliseconds>(it->second.expiry - now);
+  }
+
+  Affected ToLocal(const Affected& hub) const {
+    Affected local;
+    for (const std::string& d : hub.dirs) {
+      std::string l = ToLocal(d);
+      if (!l.empty()) local.dirs.insert(l);
+    }
+    for (const std::string& s : hub.subtrees) {
+      std::string l = ToLocal(s);
+      if (!l.empty()) local.subtrees.insert(l);
+    }
+    return local;
+  }
+
+  void PollLoop() {
+    uint64_t acked = 0;
+    while (!stop_) {
+      json args = {{"ack", acked}, {"wait_ms", options_.poll_wait.count()}};
+      Result<json> reply = hub_->Call("events", args);
+      if (!reply.ok()) {
+        if (reply.status().message().starts_with("UnknownSpoke")) {
+          // The hub restarted and forgot this spoke's leases: nothing cached is safe.
+          DropAll();
+          acked = 0;
+          AttachRequest req{options_.site, options_.tags, {}};
+          for (const Portal& p : options_.portals) req.portals.push_back(p.hub_path);
+          (void)hub_->Attach(req);
+        } else {
+          // Unreachable: leases run out on their own; try again shortly.
+          std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        }
+        continue;
+      }
+      for (const json& inv : reply->at("invalidations")) {
+        Affected a;
+        for (const auto& d : inv.at("dirs")) a.dirs.insert(d.get<std::string>());
+        for (const auto& s : inv.at("subtrees")) a.subtrees.insert(s.get<std::string>());
+        Invalidate(a);
+        ++invalidations_;
+        {
+          std::lock_guard lock(hook_mu_);
+          if (hook_) hook_(ToLocal(a));
+        }
+        acked = std::max(acked, inv.at("seq").get<uint64_t>());
+      }
+    }
+  }
+
+  // --- chunks ---
+
+  // Fetches the listed chunks of one version that are not local, in parallel batches.
+  Status FetchChunks(const std::string& hub_path, const std::string& version,
+                     const std::vector<ChunkRef>& chunks, const std::vector<size_t>& indices) {
+    std::vector<std::vector<size_t>> batches(1);
+    uint64_t batch_bytes = 0;
+    std::unordered_set<ChunkId, ChunkIdHash> seen;
+    for (size_t i : indices) {
+      const ChunkRef& c = chunks[i];
+      if (!seen.insert(c.id).second) continue;
+      if (chunks_->Contains(c.id)) {
+        ++chunk_hits_;
+        continue;
+      }
+      if (batch_bytes + c.length > options_.batch_bytes && !batches.back().empty()) {
+        batches.emplace_back();
+        batch_bytes = 0;
+      }
+      batches.back().push_back(i);
+      batch_bytes += c.length;
+    }
+    if (batches.back().empty()) batches.pop_back();
+    std::vector<std::future<Status>> running;
+    for (auto& batch : batches) {
+      running.push_back(std::async(std::launch::async, [&, batch]() -> Status {
+        json args = {
+            {"items",
+             json::array({{{"path", hub_path}, {"version", version}, {"indices", batch}}})}};
+        WEFT_ASSIGN_OR_RETURN(std::string frames, hub_->CallBinary("fetch", args));
+        bytes_fetched_ += frames.size();
+        std::string_view in = frames;
+        size_t got = 0;
+        while (true) {
+          WEFT_ASSIGN_OR_RETURN(std::optional<ChunkFrame> frame, NextChunkFrame(&in));
+          if (!frame) break;
+          WEFT_RETURN_IF_ERROR(chunks_->Put(frame->id, AsBytes(frame->plaintext)).status());
+          ++got;
+        }
+        if (got != batch.size())
+          return Internal("hub sent " + std::to_string(got) + " of " +
+                          std::to_string(batch.size()) + " chunks");
+        chunks_fetched_ += got;
+        return OkStatus();
+      }));
+    }
+    Status first;
+    for (auto& f : running) {
+      Status s = f.get();
+      if (first.ok() && !s.ok()) first = s;
+    }
+    return first;
+  }
+
+  // Sends what the hub lacks of `chunks` and commits them as `hub_path`.
+  Result<FileInfo> CommitAtHub(const std::string& hub_path, const WriteOptions& opts,
+                               const std::string& etag, const std::vector<ChunkRef>& chunks) {
+    std::vector<ChunkId> ids;
+    std::unordered_map<ChunkId, uint32_t, ChunkIdHash> lengths;
+    for (const ChunkRef& c : chunks) {
+      if (lengths.emplace(c.id, c.length).second) ids.push_back(c.id);
+    }
+    // One round trip tells which chunks the hub lacks.
+    WEFT_ASSIGN_OR_RETURN(std::string raw,
+                          hub_->CallFramed("missing", json::object(), EncodeIds(ids)));
+    WEFT_ASSIGN_OR_RETURN(std::vector<ChunkId> missing, DecodeIds(raw));
+    uint64_t missing_bytes = 0;
+    for (const ChunkId& id : missing) missing_bytes += lengths[id];
+
+    json header = {{"path", hub_path},
+                   {"chunks", ChunksToJson(chunks)},
+                   {"etag", etag},
+                   {"mode", opts.mode},
+                   {"create_parents", opts.create_parents}};
+    if (opts.mtime_ns) header["mtime_ns"] = *opts.mtime_ns;
+    if (opts.if_version) header["if_version"] = *opts.if_version;
+    if (!opts.attributes.empty()) header["attributes"] = opts.attributes;
+
+    auto frames_of = [&](const std::vector<ChunkId>& part) -> Result<std::string> {
+      std::string out;
+      for (const ChunkId& id : part) {
+        Result<std::shared_ptr<const std::string>> data = chunks_->GetShared(id);
+        if (!data.ok()) {
+          return FailedPrecondition(hub_path + ": chunk " + id.ShortHex() +
+                                    " is neither at the hub nor in this spoke's store");
+        }
+        AppendChunkFrame(id, **data, &out);
+      }
+      return out;
+    };
+    std::string inline_frames;
+    if (missing_bytes <= options_.inline_commit_bytes) {
+      WEFT_ASSIGN_OR_RETURN(inline_frames, frames_of(missing));
+    } else {
+      // Large: upload in batches over several connections, held at the hub by a session.
+      const std::string session = NewSessionId();
+      header["session"] = session;
+      std::vector<std::vector<ChunkId>> batches(1);
+      uint64_t bytes = 0;
+      for (const ChunkId& id : missing) {
+        if (bytes + lengths[id] > options_.batch_bytes && !batches.back().empty()) {
+          batches.emplace_back();
+          bytes = 0;
+        }
+        batches.back().push_back(id);
+        bytes += lengths[id];
+      }
+      const size_t parallel = std::max<size_t>(1, hub_->connections());
+      for (size_t start = 0; start < batches.size(); start += parallel) {
+        std::vector<std::future<Status>> running;
+        for (size_t b = start; b < std::min(batches.size(), start + parallel); ++b) {
+          running.push_back(std::async(std::launch::async, [&, b]() -> Status {
+            WEFT_ASSIGN_OR_RETURN(std::string frames, frames_of(batches[b]));
+            bytes_uploaded_ += frames.size();
+            json up = {{"session", session}, {"path", hub_path}};
+            return hub_->CallFramed("upload", up, frames).status();
+          }));
+        }
+        Status first;
+        for (auto& f : running) {
+          Status s = f.get();
+          if (first.ok() && !s.ok()) first = s;
+        }
+        WEFT_RETURN_IF_ERROR(first);
+      }
+    }
+    bytes_uploaded_ += inline_frames.size();
+    WEFT_ASSIGN_OR_RETURN(std::string answer, hub_->CallFramed("commit", header, inline_frames));
+    Invalidate(AffectedByWrite(hub_path, opts.create_parents));
+    WEFT_ASSIGN_OR_RETURN(json reply, ParseJson(answer));
+    return InfoFromJson(reply.at("info"));
+  }
+
+  // --- Volume ---
+
+  Result<FileInfo> Stat(const RequestContext&, const std::string& path,
+                        const ReadOptions& opts) override {
+    WEFT_ASSIGN_OR_RETURN(Mapped m, Map(path));
+    if (m.virtual_dir) return VirtualInfo(m.local);
+    WEFT_ASSIGN_OR_RETURN(Lookup l, LookupHub(m.hub, opts.snapshot));
+    if (!l.status.ok()) return Status(l.status.code(), m.local + ": " + StripPath(l.status));
+    return Localise(l.info, m.local);
+  }
+
+  Result<ReadDirPage> ReadDir(const RequestContext&, const std::string& path,
+                              const ReadDirOptions& opts) override {
+    WEFT_ASSIGN_OR_RETURN(Mapped m, Map(path));
+    if (m.virtual_dir) return VirtualListing(m.local, opts);
+    WEFT_ASSIGN_OR_RETURN(ReadDirPage page, ListHub(m.hub, opts));
+    for (DirEntry& e : page.entries) {
+      if (e.info) e.info->path = Join(m.local, "/" + e.name);
+    }
+    return page;
+  }
+
+  Result<std::unique_ptr<FileReader>> OpenReader(const RequestContext&, const std::string& path,
+                                                 const ReadOptions& opts) override {
+    WEFT_ASSIGN_OR_RETURN(Mapped m, Map(path));
+    if (m.virtual_dir) return IsADirectory(m.local + ": is a directory");
+    WEFT_ASSIGN_OR_RETURN(Lookup l, LookupHub(m.hub, opts.snapshot));
+    if (!l.status.ok()) return Status(l.status.code(), m.local + ": " + StripPath(l.status));
+    if (l.info.type == FileType::kDirectory) return IsADirectory(m.local + ": is a directory");
+    return std::unique_ptr<FileReader>(
+        new PortalFileReader(this, Localise(l.info, m.local), m.hub, std::move(l.chunks)));
+  }
+
+  Result<std::unique_ptr<FileReader>> OpenVersion(const RequestContext&, const std::string& path,
+                                                  const std::string& version_id) override {
+    WEFT_ASSIGN_OR_RETURN(Mapped m, Map(path));
+    if (m.virtual_dir) return IsADirectory(m.local + ": is a directory");
+    // A version is immutable: no lease, no cache of its metadata needed beyond the reader.
+    WEFT_ASSIGN_OR_RETURN(json reply,
+                          hub_->Call("lookup", {{"path", m.hub}, {"version", version_id}}));
+    WEFT_ASSIGN_OR_RETURN(FileInfo info, InfoFromJson(reply.at("info")));
+    WEFT_ASSIGN_OR_RETURN(std::vector<ChunkRef> chunks, ChunksFromJson(reply.at("chunks")));
+    return std::unique_ptr<FileReader>(
+        new PortalFileReader(this, Localise(info, m.local), m.hub, std::move(chunks)));
+  }
+
+  Result<std::unique_ptr<FileWriter>> OpenWriter(const RequestContext& ctx, const std::string& path,
+                                                 const WriteOptions& opts) override {
+    WEFT_ASSIGN_OR_RETURN(Mapped m, Map(path));
+    if (m.virtual_dir || IsAtOrUnder(m.local, "/.weft")) return NotWritable(m);
+    return std::unique_ptr<FileWriter>(new PortalFileWriter(this, ctx, m.local, m.hub, opts));
+  }
+
+  Result<std::vector<FileInfo>> CommitAll(
+      const RequestContext&, std::vector<std::unique_ptr<FileWriter>> writers) override {
+    if (writers.size() == 1) {
+      WEFT_ASSIGN_OR_RETURN(FileInfo info, writers[0]->Commit());
+      return std::vector<FileInfo>{info};
+    }
+    // A hub commit is one file; committing several atomically needs a batch call.
+    return Unimplemented("a spoke commits one file at a time; commit each writer");
+  }
+
+  Result<FileInfo> Mkdir(const RequestContext&, const std::string& path, uint32_t mode,
+                         bool parents) override {
+    WEFT_ASSIGN_OR_RETURN(Mapped m, Map(path));
+    if (m.virtual_dir) {
+      if (parents) return VirtualInfo(m.local);
+      return AlreadyExists(m.local + ": exists");
+    }
+    WEFT_ASSIGN_OR_RETURN(
+        json reply,
+        Forward({{"op", "mkdir"}, {"path", m.hub}, {"mode", mode}, {"parents", parents}},
+                AffectedByWrite(m.hub, parents)));
+    WEFT_ASSIGN_OR_RETURN(FileInfo info, InfoFromJson(reply.at("info")));
+    return Localise(info, m.local);
+  }
+
+  Result<FileInfo> Symlink(const RequestContext&, const std::string& path,
+                           const std::string& target) override {
+    WEFT_ASSIGN_OR_RETURN(Mapped m, Map(path));
+    if (m.virtual_dir) return NotWritable(m);
+    WEFT_ASSIGN_OR_RETURN(json reply,
+                          Forward({{"op", "symlink"}, {"path", m.hub}, {"target", target}},
+                                  AffectedByWrite(m.hub, false)));
+    WEFT_ASSIGN_OR_RETURN(FileInfo info, InfoFromJson(reply.at("info")));
+    return Localise(info, m.local);
+  }
+
+  Status Rename(const RequestContext&, const std::string& from, const std::string& to) override {
+    WEFT_ASSIGN_OR_RETURN(Mapped f, Map(from));
+    WEFT_ASSIGN_OR_RETURN(Mapped t, Map(to));
+    if (f.virtual_dir) return NotWritable(f);
+    if (t.virtual_dir) return NotWritable(t);
+    return Forward({{"op", "rename"}, {"from", f.hub}, {"to", t.hub}},
+                   AffectedByRename(f.hub, t.hub))
+        .status();
+  }
+
+  Status Unlink(const RequestContext&, const std::string& path) override {
+    WEFT_ASSIGN_OR_RETURN(Mapped m, Map(path));
+    if (m.virtual_dir) return NotWritable(m);
+    return Forward({{"op", "unlink"}, {"path", m.hub}}, AffectedByWrite(m.hub, false)).status();
+  }
+
+  Status Rmdir(const RequestContext&, const std::string& path) override {
+    WEFT_ASSIGN_OR_RETURN(Mapped m, Map(path));
+    if (m.virtual_dir) return NotWritable(m);
+    return Forward({{"op", "rmdir"}, {"path", m.hub}}, AffectedByRemoveDir(m.hub)).status();
+  }
+
+  Result<FileInfo> SetAttr(const RequestContext&, const std::string& path,
+                           const SetAttrRequest& req) override {
+    WEFT_ASSIGN_OR_RETURN(Mapped m, Map(path));
+    if (m.virtual_dir) return NotWritable(m);
+    json args = {{"op", "setattr"}, {"path", m.hub}};
+    if (req.mode) args["mode"] = *req.mode;
+    if (req.uid) args["uid"] = *req.uid;
+    if (req.gid) args["gid"] = *req.gid;
+    if (req.mtime_ns) args["mtime_ns"] = *req.mtime_ns;
+    if (req.attributes) args["attributes"] = *req.attributes;
+    WEFT_ASSIGN_OR_RETURN(json reply, Forward(args, AffectedBySetAttr(m.hub)));
+    WEFT_ASSIGN_OR_RETURN(FileInfo info, InfoFromJson(reply.at("info")));
+    return Localise(info, m.local);
+  }
+
+  Result<SnapshotInfo> CreateSnapshot(const RequestContext&, const std::string& name,
+                                      const std::string& path) override {
+    WEFT_ASSIGN_OR_RETURN(Mapped m, Map(path));
+    if (m.virtual_dir) return NotWritable(m);
+    WEFT_ASSIGN_OR_RETURN(json reply,
+                          Forward({{"op", "snapshot_create"}, {"name", name}, {"path", m.hub}},
+                                  AffectedBySnapshot(name)));
+    WEFT_ASSIGN_OR_RETURN(SnapshotInfo snap, SnapshotFromJson(reply.at("snapshot")));
+    snap.path = ToLocal(snap.path);
+    return snap;
+  }
+
+  Result<std::vector<SnapshotInfo>> ListSnapshots(const RequestContext&) override {
+    WEFT_ASSIGN_OR_RETURN(json reply, hub_->Call("call", {{"op", "snapshot_list"}}));
+    std::vector<SnapshotInfo> out;
+    for (const json& j : reply.at("snapshots")) {
+      WEFT_ASSIGN_OR_RETURN(SnapshotInfo snap, SnapshotFromJson(j));
+      snap.path = ToLocal(snap.path);
+      if (!snap.path.empty()) out.push_back(std::move(snap));
+    }
+    return out;
+  }
+
+  Status DeleteSnapshot(const RequestContext&, const std::string& name) override {
+    return Forward({{"op", "snapshot_delete"}, {"name", name}}, AffectedBySnapshot(name)).status();
+  }
+
+  Result<std::vector<VersionInfo>> ListVersions(const RequestContext&,
+                                                const std::string& path) override {
+    WEFT_ASSIGN_OR_RETURN(Mapped m, Map(path));
+    if (m.virtual_dir) return IsADirectory(m.local + ": is a directory");
+    WEFT_ASSIGN_OR_RETURN(json reply, hub_->Call("call", {{"op", "versions"}, {"path", m.hub}}));
+    std::vector<VersionInfo> out;
+    for (const json& j : reply.at("versions")) {
+      WEFT_ASSIGN_OR_RETURN(VersionInfo v, VersionFromJson(j));
+      out.push_back(std::move(v));
+    }
+    return out;
+  }
+
+  Status DeleteVersion(const RequestContext&, const std::string& path,
+                       const std::string& version_id) override {
+    WEFT_ASSIGN_OR_RETURN(Mapped m, Map(path));
+    if (m.virtual_dir) return NotWritable(m);
+    return Forward({{"op", "delete_version"}, {"path", m.hub}, {"version", version_id}},
+                   AffectedByWrite(m.hub, false))
+        .status();
+  }
+
+  Result<std::vector<ChunkId>> MissingChunks(const RequestContext&,
+                                             const std::vector<ChunkId>& ids) override {
+    // What matters is what the hub holds: this spoke's commits land there.
+    WEFT_ASSIGN_OR_RETURN(std::string raw,
+                          hub_->CallFramed("missing", json::object(), EncodeIds(ids)));
+    return DecodeIds(raw);
+  }
+
+  Result<std::vector<Change>> ReadChanges(const RequestContext&, uint64_t after,
+                                          uint32_t limit) override {
+    WEFT_ASSIGN_OR_RETURN(
+        json reply, hub_->Call("call", {{"op", "changes"}, {"after", after}, {"limit", limit}}));
+    std::vector<Change> out;
+    for (const json& j : reply.at("changes")) {
+      WEFT_ASSIGN_OR_RETURN(Change c, ChangeFromJson(j));
+      out.push_back(std::move(c));
+    }
+    return out;
+  }
+
+  Result<UsageInfo> Usage(const RequestContext&) override {
+    WEFT_ASSIGN_OR_RETURN(json reply, hub_->Call("call", {{"op", "usage"}}));
+    return UsageFromJson(reply.at("usage"));
+  }
+
+  Result<GcReport> CollectGarbage(const RequestContext&, const GcOptions&) override {
+    return Unimplemented("garbage collection runs at the hub: run `weft gc` there");
+  }
+
+  Result<FsckReport> Fsck(const RequestContext&) override {
+    // A spoke checks what it holds: every cached chunk against its id.
+    FsckReport report;
+    std::vector<ChunkProblem> problems;
+    WEFT_RETURN_IF_ERROR(chunks_->Verify(&problems));
+    report.chunks_checked = chunks_->Stats().chunks;
+    for (const ChunkProblem& p : problems)
+      report.problems.push_back(p.where + ": " + p.status.message());
+    return report;
+  }
+
+  // Counters the reader and writer update.
+  std::atomic<uint64_t> chunk_hits_ = 0;
+  std::atomic<uint64_t> bytes_uploaded_ = 0;
+
+ private:
+  Result<json> Forward(const json& args, const Affected& affected) {
+    Result<json> reply = hub_->Call("call", args);
+    // Whatever the outcome, what this spoke knew about these directories may be stale now.
+    Invalidate(affected);
+    return reply;
+  }
+
+  static std::string StripPath(const Status& s) {
+    // Hub messages name the hub path; keep the reason only ("...: no such file").
+    std::string_view m = s.message();
+    size_t colon = m.find(": ");
+    return std::string(colon == std::string_view::npos ? m : m.substr(colon + 2));
+  }
+
+  FileInfo VirtualInfo(const std::string& local) const {
+    FileInfo info;
+    info.path = local;
+    info.type = FileType::kDirectory;
+    info.mode = 0555;
+    return info;
+  }
+
+  Result<ReadDirPage> VirtualListing(const std::string& local, const ReadDirOptions& opts) const {
+    std::set<std::string> names;
+    for (const Portal& p : options_.portals) {
+      if (p.local_path == local || !IsAtOrUnder(p.local_path, local)) continue;
+      std::string rest = p.local_path.substr(local == "/" ? 1 : local.size() + 1);
+      names.insert(rest.substr(0, rest.find('/')));
+    }
+    ReadDirPage page;
+    for (const std::string& name : names) {
+      if (name <= opts.start_after) continue;
+      if (page.entries.size() == opts.limit) {
+        page.truncated = true;
+        break;
+      }
+      DirEntry e;
+      e.name = name;
+      e.type = FileType::kDirectory;
+      if (opts.with_info) e.info = VirtualInfo(Join(local, "/" + name));
+      page.entries.push_back(std::move(e));
+    }
+    return page;
+  }
+
+  std::unique_ptr<HubClient> hub_;
+  std::shared_ptr<ChunkStore> chunks_;
+  PortalVolumeOptions options_;
+  std::chrono::milliseconds lease_{0};
+
+  mutable std::mutex cache_mu_;
+  std::unordered_map<std::string, DirCache> dirs_;     // GUARDED_BY(cache_mu_)
+  std::unordered_map<std::string, uint64_t> key_gen_;  // GUARDED_BY(cache_mu_)
+  uint64_t subtree_gen_ = 0;                           // GUARDED_BY(cache_mu_)
+
+  std::mutex hook_mu_;
+  std::function<void(const Affected&)> hook_;
+
+  std::atomic<bool> stop_ = false;
+  std::thread poller_;
+
+  std::atomic<uint64_t> metadata_hits_ = 0;
+  std::atomic<uint64_t> metadata_misses_ = 0;
+  std::atomic<uint64_t> chunks_fetched_ = 0;
+  std::atomic<uint64_t> bytes_fetched_ = 0;
+  std::atomic<uint64_t> invalidations_ = 0;
+};
+
+// --- reader ---
+
+Status PortalFileReader::Ensure(size_t first, size_t last) {
+  std::vector<size_t> wanted;
+  {
+    std::lock_guard lock(mu_);
+    size_t until = last + 1;
+    if (offsets_[first] == next_offset_ && next_offset_ != 0) {
+      // Sequential: fetch ahead, once per window.
+      uint64_t ahead_end = offsets_[last + 1] + volume_->options().readahead_bytes;
+      while (until < chunks_.size() && offsets_[until] < ahead_end) ++until;
+    }
+    for (size_t i = std::max(first, std::min(fetched_through_, last + 1)); i < until; ++i) {
+      wanted.push_back(i);
+    }
+    for (size_t i = first; i <= last && i < fetched_through_; ++i) wanted.push_back(i);
+    if (until > last + 1) fetched_through_ = std::max(fetched_through_, until);
+    next_offset_ = offsets_[last + 1];
+  }
+  std::sort(wanted.begin(), wanted.end());
+  wanted.erase(std::unique(wanted.begin(), wanted.end()), wanted.end());
+  return volume_->FetchChunks(hub_path_, info_.version_id, chunks_, wanted);
+}
+
+Result<std::string> PortalFileReader::ReadAt(uint64_t offset, uint64_t length) {
+  std::string out;
+  if (offset >= info_.size || length == 0) return out;
+  length = std::min<uint64_t>(length, info_.size - offset);
+  size_t first = std::upper_bound(offsets_.begin(), offsets_.end(), offset) - offsets_.begin() - 1;
+  size_t last = std::upper_bound(offsets_.begin(), offsets_.end(), offset + length - 1) -
+                offsets_.begin() - 1;
+  WEFT_RETURN_IF_ERROR(Ensure(first, last).WithContext(info_.path));
+  out.reserve(length);
+  for (size_t i = first; i <= last; ++i) {
+    WEFT_ASSIGN_OR_RETURN(std::shared_ptr<const std::string> data, ReadChunk(i));
+    uint64_t begin = i == first ? offset - offsets_[i] : 0;
+    uint64_t n = std::min<uint64_t>(data->size() - begin, length - out.size());
+    out.append(*data, begin, n);
+  }
+  return out;
+}
+
+Result<std::shared_ptr<const std::string>> PortalFileReader::ReadChunk(size_t index) {
+  if (index >= chunks_.size()) {
+    return OutOfRange(info_.path + ": chunk " + std::to_string(index) + " of " +
+                      std::to_string(chunks_.size()));
+  }
+  const ChunkRef& c = chunks_[index];
+  Result<std::shared_ptr<const std::string>> data = volume_->chunk_store().GetShared(c.id);
+  if (!data.ok() && data.status().code() == StatusCode::kNotFound) {
+    WEFT_RETURN_IF_ERROR(volume_->FetchChunks(hub_path_, info_.version_id, chunks_, {index}));
+    data = volume_->chunk_store().GetShared(c.id);
+  }
+  if (!data.ok()) return data.status().WithContext(info_.path);
+  if ((*data)->size() != c.length) {
+    return Corruption(info_.path + ": chunk " + c.id.ShortHex() + " has the wrong length");
+  }
+  return data;
+}
+
+// --- writer ---
+
+PortalFileWriter::PortalFileWriter(PortalVolumeImpl* volume, RequestContext ctx,
+                                   std::string local_path, std::string hub_path, WriteOptions opts)
+    : volume_(volume),
+      ctx_(std::move(ctx)),
+      local_path_(std::move(local_path)),
+      hub_path_(std::move(hub_path)),
+      opts_(std::move(opts)),
+      splitter_(NewSplitter()) {}
+
+std::unique_ptr<StreamSplitter> PortalFileWriter::NewSplitter() {
+  return std::make_unique<StreamSplitter>(volume_->options().chunker, [this](ByteSpan chunk) {
+    ChunkId id = ChunkId::Of(chunk);
+    chunks_.push_back({id, static_cast<uint32_t>(chunk.size())});
+    return volume_->chunk_store().Put(id, chunk).status();
+  });
+}
+
+Status PortalFileWriter::Write(ByteSpan data) {
+  WEFT_RETURN_IF_ERROR(Check());
+  if (!opts_.etag) md5_.Update(data);
+  size_ += data.size();
+  return Fail(splitter_->Write(data));
+}
+
+Status PortalFileWriter::AppendFrom(FileReader& source) {
+  WEFT_RETURN_IF_ERROR(Check());
+  if (!opts_.etag) {
+    return FailedPrecondition(
+        "AppendFrom needs WriteOptions::etag: the content's MD5 is not computed");
+  }
+  auto* portal = dynamic_cast<PortalFileReader*>(&source);
+  if (portal != nullptr && portal->owner() == volume_) {
+    // The hub has these chunks: reference them, move no bytes.
+    WEFT_RETURN_IF_ERROR(Fail(splitter_->Finish()));
+    splitter_ = NewSplitter();
+    chunks_.insert(chunks_.end(), portal->chunks().begin(), portal->chunks().end());
+    size_ += portal->info().size;
+    return OkStatus();
+  }
+  constexpr uint64_t kPiece = 1 << 20;
+  for (uint64_t off = 0; off < source.info().size;) {
+    Result<std::string> piece = source.ReadAt(off, std::min(kPiece, source.info().size - off));
+    if (!piece.ok()) return Fail(piece.status());
+    if (piece->empty()) return Fail(OutOfRange(source.info().path + ": ended early"));
+    WEFT_RETURN_IF_ERROR(Write(AsBytes(*piece)));
+    off += piece->size();
+  }
+  return OkStatus();
+}
+
+Status PortalFileWriter::AppendChunk(const ChunkRef& chunk, std::optional<ByteSpan> data) {
+  WEFT_RETURN_IF_ERROR(Check());
+  if (!opts_.etag) {
+    return Fail(
+        FailedPrecondition("AppendChunk needs WriteOptions::etag: no MD5 is computed for it"));
+  }
+  WEFT_RETURN_IF_ERROR(Fail(splitter_->Finish()));
+  splitter_ = NewSplitter();
+  if (data) {
+    if (data->size() != chunk.length || ChunkId::Of(*data) != chunk.id) {
+      return Fail(InvalidArgument(local_path_ + ": chunk " + chunk.id.ShortHex() +
+                                  " does not match its bytes"));
+    }
+    WEFT_RETURN_IF_ERROR(Fail(volume_->chunk_store().Put(chunk.id, *data).status()));
+  }
+  chunks_.push_back(chunk);
+  size_ += chunk.length;
+  return OkStatus();
+}
+
+Result<FileInfo> PortalFileWriter::Commit() {
+  WEFT_RETURN_IF_ERROR(Check());
+  WEFT_RETURN_IF_ERROR(Fail(splitter_->Finish()));
+  done_ = true;
+  std::string etag;
+  if (opts_.etag) {
+    etag = *opts_.etag;
+  } else {
+    auto digest = md5_.Finish();
+    etag = ToHex(ByteSpan(digest.data(), digest.size()));
+  }
+  WEFT_ASSIGN_OR_RETURN(FileInfo info, volume_->CommitAtHub(hub_path_, opts_, etag, chunks_));
+  info.path = local_path_;
+  return info;
+}
+
+}  // namespace
+
+Result<Portal> ParsePortal(const std::string& text) {
+  size_t colon = text.find(':');
+  Portal p;
+  WEFT_ASSIGN_OR_RETURN(p.hub_path, Normalise(text.substr(0, colon)));
+  if (colon == std::string::npos) {
+    p.local_path = p.hub_path;
+  } else {
+    WEFT_ASSIGN_OR_RETURN(p.local_path, Normalise(text.substr(colon + 1)));
+  }
+  if (IsAtOrUnder(p.local_path, "/.weft")) {
+    return InvalidArgument("portal " + text + ": /.weft is reserved for snapshots");
+  }
+  return p;
+}
+
+Result<std::unique_ptr<PortalVolume>> PortalVolume::Open(std::unique_ptr<HubClient> hub,
+                                                         std::shared_ptr<ChunkStore> chunks,
+                                                         PortalVolumeOptions options) {
+  if (options.portals.empty()) return InvalidArgument("a spoke needs at least one --portal");
+  for (size_t i = 0; i < options.portals.size(); ++i) {
+    for (size_t j = 0; j < options.portals.size(); ++j) {
+      if (i != j && IsAtOrUnder(options.portals[i].local_path, options.portals[j].local_path)) {
+        return InvalidArgument("portals " + options.portals[i].local_path + " and " +
+                               options.portals[j].local_path + " overlap");
+      }
+    }
+  }
+  auto volume = std::make_unique<PortalVolumeImpl>(std::move(hub), std::move(chunks), options);
+  WEFT_RETURN_IF_ERROR(volume->Start());
+  return std::unique_ptr<PortalVolume>(std::move(volume));
+}
+
+}  // namespace weft::fabric

@@ -1,0 +1,242 @@
+#include "fabric/wire.h"
+
+#include "base/bytes.h"
+#include "chunk/codec.h"
+
+namespace weft::fabric {
+namespace {
+
+constexpr int kWireZstdLevel = 1;  // the link, not the cores, should be the bottleneck
+
+// Runs a decoder body, turning nlohmann's type and key errors into InvalidArgument.
+template <typename T, typename Fn>
+Result<T> Decode(std::string_view what, Fn&& fn) {
+  try {
+    return fn();
+  } catch (const json::exception& e) {
+    return InvalidArgument("malformed " + std::string(what) + ": " + e.what());
+  }
+}
+
+}  // namespace
+
+json StatusToJson(const Status& status) {
+  return {{"code", static_cast<int>(status.code())},
+          {"name", StatusCodeName(status.code())},
+          {"message", status.message()}};
+}
+
+Status StatusFromJson(const json& j) {
+  try {
+    int code = j.at("code").get<int>();
+    std::string message = j.at("message").get<std::string>();
+    if (code <= 0 || code > static_cast<int>(StatusCode::kUnimplemented)) {
+      return Internal("hub error: " + message);
+    }
+    return Status(static_cast<StatusCode>(code), std::move(message));
+  } catch (const json::exception& e) {
+    return InvalidArgument(std::string("malformed error from the hub: ") + e.what());
+  }
+}
+
+json InfoToJson(const FileInfo& info) {
+  json j = {{"path", info.path},
+            {"inode", info.inode},
+            {"type", int(info.type)},
+            {"mode", info.mode},
+            {"uid", info.uid},
+            {"gid", info.gid},
+            {"size", info.size},
+            {"mtime_ns", info.mtime_ns},
+            {"ctime_ns", info.ctime_ns},
+            {"etag", info.etag},
+            {"version", info.version_id},
+            {"chunks", info.chunks},
+            {"target", info.symlink_target}};
+  if (!info.attributes.empty()) j["attributes"] = info.attributes;
+  return j;
+}
+
+Result<FileInfo> InfoFromJson(const json& j) {
+  return Decode<FileInfo>("file info", [&]() -> Result<FileInfo> {
+    FileInfo info;
+    info.path = j.at("path").get<std::string>();
+    info.inode = j.at("inode").get<uint64_t>();
+    int type = j.at("type").get<int>();
+    if (type < 1 || type > 3)
+      return InvalidArgument("malformed file info: type " + std::to_string(type));
+    info.type = static_cast<FileType>(type);
+    info.mode = j.at("mode").get<uint32_t>();
+    info.uid = j.at("uid").get<uint32_t>();
+    info.gid = j.at("gid").get<uint32_t>();
+    info.size = j.at("size").get<uint64_t>();
+    info.mtime_ns = j.at("mtime_ns").get<int64_t>();
+    info.ctime_ns = j.at("ctime_ns").get<int64_t>();
+    info.etag = j.at("etag").get<std::string>();
+    info.version_id = j.at("version").get<std::string>();
+    info.chunks = j.at("chunks").get<uint64_t>();
+    info.symlink_target = j.at("target").get<std::string>();
+    if (j.contains("attributes")) info.attributes = j.at("attributes").get<Attributes>();
+    return info;
+  });
+}
+
+json ChunksToJson(const std::vector<ChunkRef>& chunks) {
+  json a = json::array();
+  for (const ChunkRef& c : chunks) a.push_back(json::array({c.id.ToHex(), c.length}));
+  return a;
+}
+
+Result<std::vector<ChunkRef>> ChunksFromJson(const json& j) {
+  return Decode<std::vector<ChunkRef>>("chunk list", [&]() -> Result<std::vector<ChunkRef>> {
+    std::vector<ChunkRef> out;
+    out.reserve(j.size());
+    for (const json& e : j) {
+      auto id = ChunkId::FromHex(e.at(0).get<std::string>());
+      uint32_t length = e.at(1).get<uint32_t>();
+      if (!id || length == 0 || length > kMaxWireChunk) {
+        return InvalidArgument("malformed chunk list entry");
+      }
+      out.push_back({*id, length});
+    }
+    return out;
+  });
+}
+
+json SnapshotToJson(const SnapshotInfo& s) {
+  return {
+      {"name", s.name}, {"path", s.path}, {"sequence", s.sequence}, {"created_ns", s.created_ns}};
+}
+
+Result<SnapshotInfo> SnapshotFromJson(const json& j) {
+  return Decode<SnapshotInfo>("snapshot", [&]() -> Result<SnapshotInfo> {
+    return SnapshotInfo{j.at("name").get<std::string>(), j.at("path").get<std::string>(),
+                        j.at("sequence").get<uint64_t>(), j.at("created_ns").get<int64_t>()};
+  });
+}
+
+json VersionToJson(const VersionInfo& v) {
+  return {{"version", v.version_id},
+          {"size", v.size},
+          {"etag", v.etag},
+          {"mtime_ns", v.mtime_ns},
+          {"sequence", v.sequence},
+          {"current", v.is_current},
+          {"delete_marker", v.is_delete_marker}};
+}
+
+Result<VersionInfo> VersionFromJson(const json& j) {
+  return Decode<VersionInfo>("version", [&]() -> Result<VersionInfo> {
+    VersionInfo v;
+    v.version_id = j.at("version").get<std::string>();
+    v.size = j.at("size").get<uint64_t>();
+    v.etag = j.at("etag").get<std::string>();
+    v.mtime_ns = j.at("mtime_ns").get<int64_t>();
+    v.sequence = j.at("sequence").get<uint64_t>();
+    v.is_current = j.at("current").get<bool>();
+    v.is_delete_marker = j.at("delete_marker").get<bool>();
+    return v;
+  });
+}
+
+json ChangeToJson(const Change& c) {
+  return {{"sequence", c.sequence}, {"time_ns", c.time_ns}, {"op", c.op},
+          {"path", c.path},         {"path2", c.path2},     {"principal", c.principal}};
+}
+
+Result<Change> ChangeFromJson(const json& j) {
+  return Decode<Change>("change", [&]() -> Result<Change> {
+    return Change{j.at("sequence").get<uint64_t>(), j.at("time_ns").get<int64_t>(),
+                  j.at("op").get<std::string>(),    j.at("path").get<std::string>(),
+                  j.at("path2").get<std::string>(), j.at("principal").get<std::string>()};
+  });
+}
+
+json UsageToJson(const UsageInfo& u) {
+  return {{"files", u.files},
+          {"directories", u.directories},
+          {"logical_bytes", u.logical_bytes},
+          {"referenced_bytes", u.referenced_bytes},
+          {"unique_bytes", u.unique_bytes},
+          {"stored_bytes", u.stored_bytes},
+          {"pack_bytes", u.pack_bytes},
+          {"metadata_bytes", u.metadata_bytes}};
+}
+
+Result<UsageInfo> UsageFromJson(const json& j) {
+  return Decode<UsageInfo>("usage", [&]() -> Result<UsageInfo> {
+    UsageInfo u;
+    u.files = j.at("files").get<uint64_t>();
+    u.directories = j.at("directories").get<uint64_t>();
+    u.logical_bytes = j.at("logical_bytes").get<uint64_t>();
+    u.referenced_bytes = j.at("referenced_bytes").get<uint64_t>();
+    u.unique_bytes = j.at("unique_bytes").get<uint64_t>();
+    u.stored_bytes = j.at("stored_bytes").get<uint64_t>();
+    u.pack_bytes = j.at("pack_bytes").get<uint64_t>();
+    u.metadata_bytes = j.at("metadata_bytes").get<uint64_t>();
+    return u;
+  });
+}
+
+Result<json> ParseJson(std::string_view body) {
+  if (!JsonNestingWithin(body, 16)) return InvalidArgument("the JSON body nests too deep");
+  json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return InvalidArgument("the body is not valid JSON");
+  return j;
+}
+
+void AppendChunkFrame(const ChunkId& id, std::string_view plaintext, std::string* out) {
+  std::string compressed;
+  Codec codec = EncodeChunk(AsBytes(plaintext), kWireZstdLevel, &compressed);
+  std::string_view stored = codec == Codec::kZstd ? std::string_view(compressed) : plaintext;
+  out->append(id.raw());
+  PutBigEndian32(out, static_cast<uint32_t>(plaintext.size()));
+  out->push_back(static_cast<char>(codec));
+  PutBigEndian32(out, static_cast<uint32_t>(stored.size()));
+  out->append(stored);
+}
+
+Result<std::optional<ChunkFrame>> NextChunkFrame(std::string_view* in) {
+  if (in->empty()) return std::optional<ChunkFrame>();
+  if (in->size() < kFrameHeaderBytes) return InvalidArgument("truncated chunk frame header");
+  const char* p = in->data();
+  ChunkFrame frame;
+  frame.id = *ChunkId::FromBytes(in->substr(0, 32));
+  uint32_t raw_size = GetBigEndian32(p + 32);
+  uint8_t codec = static_cast<uint8_t>(p[36]);
+  uint32_t stored_size = GetBigEndian32(p + 37);
+  if (!IsKnownCodec(codec)) return InvalidArgument("chunk frame with unknown codec");
+  if (raw_size == 0 || raw_size > kMaxWireChunk || stored_size > kMaxWireChunk) {
+    return InvalidArgument("chunk frame with an impossible size");
+  }
+  if (in->size() - kFrameHeaderBytes < stored_size) return InvalidArgument("truncated chunk frame");
+  std::string_view stored = in->substr(kFrameHeaderBytes, stored_size);
+  auto plain = DecodeChunk(static_cast<Codec>(codec), AsBytes(stored), raw_size);
+  if (!plain.ok())
+    return InvalidArgument("chunk frame does not decode: " + plain.status().message());
+  if (ChunkId::Of(AsBytes(*plain)) != frame.id) {
+    return InvalidArgument("chunk frame " + frame.id.ShortHex() + " does not match its bytes");
+  }
+  frame.plaintext = std::move(plain).value();
+  in->remove_prefix(kFrameHeaderBytes + stored_size);
+  return std::optional<ChunkFrame>(std::move(frame));
+}
+
+std::string EncodeIds(const std::vector<ChunkId>& ids) {
+  std::string out;
+  out.reserve(ids.size() * ChunkId::kSize);
+  for (const ChunkId& id : ids) out.append(id.raw());
+  return out;
+}
+
+Result<std::vector<ChunkId>> DecodeIds(std::string_view raw) {
+  if (raw.size() % ChunkId::kSize != 0) return InvalidArgument("id list is not whole ids");
+  std::vector<ChunkId> ids;
+  ids.reserve(raw.size() / ChunkId::kSize);
+  for (size_t off = 0; off < raw.size(); off += ChunkId::kSize) {
+    ids.push_back(*ChunkId::FromBytes(raw.substr(off, ChunkId::kSize)));
+  }
+  return ids;
+}
+
+}  // namespace weft::fabric

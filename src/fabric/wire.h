@@ -1,0 +1,71 @@
+// The hub-spoke wire format (docs/fabric.md). Metadata travels as JSON; chunk bytes as binary
+// frames, each chunk zstd-compressed when that saves at least 5 %:
+//
+//   frame := id[32] plaintext_length:u32be codec:u8 stored_length:u32be stored[stored_length]
+//   codec := 0 raw | 1 zstd
+//
+// A commit body is a JSON header, then frames of the chunks sent inline:
+//
+//   commit := header_length:u32be header[header_length] frame*
+//
+// Decoders treat input as hostile: a malformed frame, an unknown codec or bytes that do not
+// hash to their id is InvalidArgument and nothing is used. Pure functions; thread-safe.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "vfs/volume.h"
+
+namespace weft::fabric {
+
+using json = nlohmann::json;
+
+inline constexpr std::string_view kFabricPrefix = "/_weft/fabric/v1/";
+
+// A chunk frame's header size.
+inline constexpr size_t kFrameHeaderBytes = 32 + 4 + 1 + 4;
+// Largest chunk accepted on the wire (the chunker's maximum is far below).
+inline constexpr uint32_t kMaxWireChunk = 16u << 20;
+
+// Status <-> {"code": <int>, "name": "NotFound", "message": "..."}.
+json StatusToJson(const Status& status);
+Status StatusFromJson(const json& j);
+
+json InfoToJson(const FileInfo& info);
+Result<FileInfo> InfoFromJson(const json& j);
+json ChunksToJson(const std::vector<ChunkRef>& chunks);  // [["hex", length], ...]
+Result<std::vector<ChunkRef>> ChunksFromJson(const json& j);
+json SnapshotToJson(const SnapshotInfo& snap);
+Result<SnapshotInfo> SnapshotFromJson(const json& j);
+json VersionToJson(const VersionInfo& v);
+Result<VersionInfo> VersionFromJson(const json& j);
+json ChangeToJson(const Change& c);
+Result<Change> ChangeFromJson(const json& j);
+json UsageToJson(const UsageInfo& u);
+Result<UsageInfo> UsageFromJson(const json& j);
+
+// Parses a JSON body; InvalidArgument naming the problem.
+Result<json> ParseJson(std::string_view body);
+
+// Appends one frame carrying `plaintext` (compressed when it pays).
+void AppendChunkFrame(const ChunkId& id, std::string_view plaintext, std::string* out);
+
+struct ChunkFrame {
+  ChunkId id;
+  std::string plaintext;  // verified against id
+};
+
+// Decodes, decompresses and verifies the frame at the front of `*in`, consuming it; nullopt
+// at the end of input.
+Result<std::optional<ChunkFrame>> NextChunkFrame(std::string_view* in);
+
+// Ids as raw concatenated 32-byte values (the "missing" exchange).
+std::string EncodeIds(const std::vector<ChunkId>& ids);
+Result<std::vector<ChunkId>> DecodeIds(std::string_view raw);
+
+}  // namespace weft::fabric

@@ -15,6 +15,7 @@
 
 #include "base/bytes.h"
 #include "fabric/coherent_volume.h"
+#include "fabric/meta_cache.h"
 #include "vfs/path.h"
 
 namespace weft::fabric {
@@ -38,14 +39,6 @@ std::string LeaseKey(const std::string& dir, const std::optional<std::string>& s
   if (!snapshot) return dir;
   return "/.weft/snapshots/" + *snapshot + (dir == "/" ? "" : dir);
 }
-
-// A metadata answer from the hub: a file's info and chunks, a directory's info, or an error
-// about the path itself (NotFound is cached like any other answer).
-struct Lookup {
-  Status status;
-  FileInfo info;
-  std::vector<ChunkRef> chunks;
-};
 
 bool IsPathError(const Status& s) {
   switch (s.code()) {
@@ -239,63 +232,22 @@ class PortalVolumeImpl final : public PortalVolume {
     return ReadOnly(m.local + ": above this spoke's portals; write inside a portal");
   }
 
-  // --- metadata cache ---
+  // --- metadata ---
 
-  struct DirCache {
-    Clock::time_point expiry{};
-    std::map<std::string, Lookup> lookups;  // by hub path
-    std::map<std::string, ReadDirPage> pages;
-  };
-  struct Generation {
-    uint64_t key = 0;
-    uint64_t subtree = 0;
-    bool operator==(const Generation&) const = default;
-  };
-
-  Generation GenerationLocked(const std::string& key) {
-    auto it = key_gen_.find(key);
-    return {it == key_gen_.end() ? 0 : it->second, subtree_gen_};
-  }
-
-  // The cache entry for `key` to install into, if no invalidation happened since `gen` was
-  // read; its lease is extended to `expiry` (leases at the hub only ever extend).
-  DirCache* InstallLocked(const std::string& key, Generation gen, Clock::time_point expiry) {
-    if (GenerationLocked(key) != gen) return nullptr;
-    DirCache& d = dirs_[key];
-    if (d.expiry <= Clock::now()) d = DirCache{};  // what it held was under a lease now gone
-    d.expiry = std::max(d.expiry, expiry);
-    return &d;
-  }
-
-  Clock::time_point LeaseEnd(Clock::time_point sent, int64_t lease_ms) const {
-    // A margin for clock rate differences between hub and spoke.
-    auto lease = std::chrono::milliseconds(lease_ms);
-    return sent + lease - lease / 10;
-  }
-
-  Result<Lookup> LookupHub(const std::string& hub_path,
-                           const std::optional<std::string>& snapshot) {
+  Result<CachedLookup> LookupHub(const std::string& hub_path,
+                                 const std::optional<std::string>& snapshot) {
     const std::string key = LeaseKey(ParentDir(hub_path), snapshot);
-    Generation gen;
-    {
-      std::lock_guard lock(cache_mu_);
-      auto it = dirs_.find(key);
-      if (it != dirs_.end() && it->second.expiry > Clock::now()) {
-        auto hit = it->second.lookups.find(hub_path);
-        if (hit != it->second.lookups.end()) {
-          ++metadata_hits_;
-          return hit->second;
-        }
-      }
-      gen = GenerationLocked(key);
+    if (auto hit = cache_.FindLookup(key, hub_path, Clock::now())) {
+      ++metadata_hits_;
+      return *hit;
     }
     ++metadata_misses_;
-    const auto sent = Clock::now();
+    const MetaCache::Ticket ticket = cache_.Begin(key, Clock::now());
     json args = {{"path", hub_path}};
     if (snapshot) args["snapshot"] = *snapshot;
     json error_body;
     Result<json> reply = hub_->Call("lookup", args, &error_body);
-    Lookup result;
+    CachedLookup result;
     int64_t lease_ms = 0;
     if (reply.ok()) {
       WEFT_ASSIGN_OR_RETURN(result.info, InfoFromJson(reply->at("info")));
@@ -309,12 +261,7 @@ class PortalVolumeImpl final : public PortalVolume {
     } else {
       return reply.status();
     }
-    if (lease_ms > 0) {
-      std::lock_guard lock(cache_mu_);
-      if (DirCache* d = InstallLocked(key, gen, LeaseEnd(sent, lease_ms))) {
-        d->lookups[hub_path] = result;
-      }
-    }
+    cache_.InstallLookup(ticket, lease_ms, Clock::now(), hub_path, result);
     return result;
   }
 
@@ -322,21 +269,12 @@ class PortalVolumeImpl final : public PortalVolume {
     const std::string key = LeaseKey(hub_path, opts.snapshot);
     const std::string page_key =
         opts.start_after + '\0' + std::to_string(opts.limit) + (opts.with_info ? "+" : "-");
-    Generation gen;
-    {
-      std::lock_guard lock(cache_mu_);
-      auto it = dirs_.find(key);
-      if (it != dirs_.end() && it->second.expiry > Clock::now()) {
-        auto hit = it->second.pages.find(page_key);
-        if (hit != it->second.pages.end()) {
-          ++metadata_hits_;
-          return hit->second;
-        }
-      }
-      gen = GenerationLocked(key);
+    if (auto hit = cache_.FindPage(key, page_key, Clock::now())) {
+      ++metadata_hits_;
+      return *hit;
     }
     ++metadata_misses_;
-    const auto sent = Clock::now();
+    const MetaCache::Ticket ticket = cache_.Begin(key, Clock::now());
     json args = {{"path", hub_path},
                  {"start_after", opts.start_after},
                  {"limit", opts.limit},
@@ -359,39 +297,11 @@ class PortalVolumeImpl final : public PortalVolume {
     } catch (const json::exception& e) {
       return InvalidArgument(std::string("malformed listing from the hub: ") + e.what());
     }
-    int64_t lease_ms = reply.value("lease_ms", int64_t{0});
-    if (lease_ms > 0) {
-      std::lock_guard lock(cache_mu_);
-      if (DirCache* d = InstallLocked(key, gen, LeaseEnd(sent, lease_ms)))
-        d->pages[page_key] = page;
-    }
+    cache_.InstallPage(ticket, reply.value("lease_ms", int64_t{0}), Clock::now(), page_key, page);
     return page;
   }
 
-  // Drops what the hub says changed (hub paths) and bumps generations so that answers in
-  // flight from before are not installed.
-  void Invalidate(const Affected& affected) {
-    std::lock_guard lock(cache_mu_);
-    for (const std::string& dir : affected.dirs) {
-      dirs_.erase(dir);
-      ++key_gen_[dir];
-    }
-    if (!affected.subtrees.empty()) {
-      ++subtree_gen_;
-      for (auto it = dirs_.begin(); it != dirs_.end();) {
-        bool under =
-            std::any_of(affected.subtrees.begin(), affected.subtrees.end(),
-                        [&](const std::string& root) { return IsAtOrUnder(it->first, root); });
-        it = under ? dirs_.erase(it) : std::next(it);
-      }
-    }
-  }
-
-  void DropAll() {
-    std::lock_guard lock(cache_mu_);
-    dirs_.clear();
-    ++subtree_gen_;
-  }
+  void Invalidate(const Affected& affected) { cache_.Invalidate(affected); }
 
   // UpstreamLeases, keyed by local directories. Snapshot keys get no lease downstream.
   std::optional<std::string> HubKey(const std::string& local_dir) const {
@@ -403,22 +313,13 @@ class PortalVolumeImpl final : public PortalVolume {
 
   uint64_t Epoch(const std::string& dir) override {
     auto key = HubKey(dir);
-    if (!key) return 0;
-    std::lock_guard lock(cache_mu_);
-    Generation g = GenerationLocked(*key);
-    return (g.key << 32) ^ (g.subtree & 0xffffffffu);
+    return key ? cache_.Epoch(*key) : 0;
   }
 
   std::chrono::milliseconds Remaining(const std::string& dir, uint64_t epoch) override {
     auto key = HubKey(dir);
     if (!key) return std::chrono::milliseconds(0);
-    std::lock_guard lock(cache_mu_);
-    Generation g = GenerationLocked(*key);
-    if (((g.key << 32) ^ (g.subtree & 0xffffffffu)) != epoch) return std::chrono::milliseconds(0);
-    auto it = dirs_.find(*key);
-    auto now = Clock::now();
-    if (it == dirs_.end() || it->second.expiry <= now) return std::chrono::milliseconds(0);
-    return std::chrono::duration_cast<std::chrono::milliseconds>(it->second.expiry - now);
+    return cache_.Remaining(*key, epoch, Clock::now());
   }
 
   Affected ToLocal(const Affected& hub) const {
@@ -442,7 +343,7 @@ class PortalVolumeImpl final : public PortalVolume {
       if (!reply.ok()) {
         if (reply.status().message().starts_with("UnknownSpoke")) {
           // The hub restarted and forgot this spoke's leases: nothing cached is safe.
-          DropAll();
+          cache_.Clear();
           acked = 0;
           AttachRequest req{options_.site, options_.tags, {}};
           for (const Portal& p : options_.portals) req.portals.push_back(p.hub_path);
@@ -607,7 +508,7 @@ class PortalVolumeImpl final : public PortalVolume {
                         const ReadOptions& opts) override {
     WEFT_ASSIGN_OR_RETURN(Mapped m, Map(path));
     if (m.virtual_dir) return VirtualInfo(m.local);
-    WEFT_ASSIGN_OR_RETURN(Lookup l, LookupHub(m.hub, opts.snapshot));
+    WEFT_ASSIGN_OR_RETURN(CachedLookup l, LookupHub(m.hub, opts.snapshot));
     if (!l.status.ok()) return Status(l.status.code(), m.local + ": " + StripPath(l.status));
     return Localise(l.info, m.local);
   }
@@ -627,7 +528,7 @@ class PortalVolumeImpl final : public PortalVolume {
                                                  const ReadOptions& opts) override {
     WEFT_ASSIGN_OR_RETURN(Mapped m, Map(path));
     if (m.virtual_dir) return IsADirectory(m.local + ": is a directory");
-    WEFT_ASSIGN_OR_RETURN(Lookup l, LookupHub(m.hub, opts.snapshot));
+    WEFT_ASSIGN_OR_RETURN(CachedLookup l, LookupHub(m.hub, opts.snapshot));
     if (!l.status.ok()) return Status(l.status.code(), m.local + ": " + StripPath(l.status));
     if (l.info.type == FileType::kDirectory) return IsADirectory(m.local + ": is a directory");
     return std::unique_ptr<FileReader>(
@@ -871,10 +772,7 @@ class PortalVolumeImpl final : public PortalVolume {
   PortalVolumeOptions options_;
   std::chrono::milliseconds lease_{0};
 
-  mutable std::mutex cache_mu_;
-  std::unordered_map<std::string, DirCache> dirs_;     // GUARDED_BY(cache_mu_)
-  std::unordered_map<std::string, uint64_t> key_gen_;  // GUARDED_BY(cache_mu_)
-  uint64_t subtree_gen_ = 0;                           // GUARDED_BY(cache_mu_)
+  MetaCache cache_;
 
   std::mutex hook_mu_;
   std::function<void(const Affected&)> hook_;

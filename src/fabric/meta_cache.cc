@@ -1,0 +1,104 @@
+#include "fabric/meta_cache.h"
+
+#include <algorithm>
+
+namespace weft::fabric {
+
+uint64_t MetaCache::GenerationLocked(const std::string& key) const {
+  auto it = key_gen_.find(key);
+  // Key invalidations in the high half, subtree invalidations in the low: either changes it.
+  return ((it == key_gen_.end() ? 0 : it->second) << 32) ^ (subtree_gen_ & 0xffffffffu);
+}
+
+std::optional<CachedLookup> MetaCache::FindLookup(const std::string& key, const std::string& path,
+                                                  SteadyTime now) {
+  std::lock_guard lock(mu_);
+  auto it = dirs_.find(key);
+  if (it == dirs_.end() || it->second.expiry <= now) return std::nullopt;
+  auto hit = it->second.lookups.find(path);
+  if (hit == it->second.lookups.end()) return std::nullopt;
+  return hit->second;
+}
+
+std::optional<ReadDirPage> MetaCache::FindPage(const std::string& key, const std::string& page,
+                                               SteadyTime now) {
+  std::lock_guard lock(mu_);
+  auto it = dirs_.find(key);
+  if (it == dirs_.end() || it->second.expiry <= now) return std::nullopt;
+  auto hit = it->second.pages.find(page);
+  if (hit == it->second.pages.end()) return std::nullopt;
+  return hit->second;
+}
+
+MetaCache::Ticket MetaCache::Begin(const std::string& key, SteadyTime now) {
+  std::lock_guard lock(mu_);
+  return Ticket{key, GenerationLocked(key), now};
+}
+
+MetaCache::Dir* MetaCache::InstallLocked(const Ticket& ticket, int64_t lease_ms, SteadyTime now) {
+  if (lease_ms <= 0 || GenerationLocked(ticket.key) != ticket.generation) return nullptr;
+  const auto lease = std::chrono::milliseconds(lease_ms);
+  const SteadyTime expiry = ticket.sent + lease - lease / 10;
+  Dir& d = dirs_[ticket.key];
+  // Entries are safe only while the lease they came with has run without a gap; once it has
+  // ended here, a mutation may have committed at the hub without asking this spoke.
+  if (d.expiry <= now) d = Dir{};
+  // At the hub a grant only ever extends a lease, so the entries keep their protection.
+  d.expiry = std::max(d.expiry, expiry);
+  return &d;
+}
+
+bool MetaCache::InstallLookup(const Ticket& ticket, int64_t lease_ms, SteadyTime now,
+                              const std::string& path, CachedLookup lookup) {
+  std::lock_guard lock(mu_);
+  Dir* d = InstallLocked(ticket, lease_ms, now);
+  if (d == nullptr) return false;
+  d->lookups[path] = std::move(lookup);
+  return true;
+}
+
+bool MetaCache::InstallPage(const Ticket& ticket, int64_t lease_ms, SteadyTime now,
+                            const std::string& page, ReadDirPage listing) {
+  std::lock_guard lock(mu_);
+  Dir* d = InstallLocked(ticket, lease_ms, now);
+  if (d == nullptr) return false;
+  d->pages[page] = std::move(listing);
+  return true;
+}
+
+void MetaCache::Invalidate(const Affected& affected) {
+  std::lock_guard lock(mu_);
+  for (const std::string& dir : affected.dirs) {
+    dirs_.erase(dir);
+    ++key_gen_[dir];
+  }
+  if (affected.subtrees.empty()) return;
+  ++subtree_gen_;
+  for (auto it = dirs_.begin(); it != dirs_.end();) {
+    bool under = std::any_of(affected.subtrees.begin(), affected.subtrees.end(),
+                             [&](const std::string& root) { return IsAtOrUnder(it->first, root); });
+    it = under ? dirs_.erase(it) : std::next(it);
+  }
+}
+
+void MetaCache::Clear() {
+  std::lock_guard lock(mu_);
+  dirs_.clear();
+  ++subtree_gen_;
+}
+
+uint64_t MetaCache::Epoch(const std::string& key) {
+  std::lock_guard lock(mu_);
+  return GenerationLocked(key);
+}
+
+std::chrono::milliseconds MetaCache::Remaining(const std::string& key, uint64_t epoch,
+                                               SteadyTime now) {
+  std::lock_guard lock(mu_);
+  if (GenerationLocked(key) != epoch) return std::chrono::milliseconds(0);
+  auto it = dirs_.find(key);
+  if (it == dirs_.end() || it->second.expiry <= now) return std::chrono::milliseconds(0);
+  return std::chrono::duration_cast<std::chrono::milliseconds>(it->second.expiry - now);
+}
+
+}  // namespace weft::fabric

@@ -1,0 +1,82 @@
+// MetaCache: a spoke's metadata cache, usable only under directory leases from its hub.
+//
+// Entries live under a lease key (a directory, or its snapshot form). An answer is cached
+// only if the hub granted a lease with it, and only if no invalidation of its key arrived
+// between sending the request (Begin) and installing the answer: such an answer may predate a
+// mutation the spoke has already acknowledged. A lease counts from when the request was
+// sent, minus a tenth for clock-rate differences, so it ends here before it ends at the hub.
+// When a key's lease has run out, everything cached under it is dropped before anything new
+// is installed. Time is passed in, so simulations can drive it. Thread-safe.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "fabric/lease_table.h"
+#include "vfs/volume.h"
+
+namespace weft::fabric {
+
+// What the hub said about one path: its info and (files) chunks, or an error about the path
+// itself (NotFound is cached like any answer).
+struct CachedLookup {
+  Status status;
+  FileInfo info;
+  std::vector<ChunkRef> chunks;
+};
+
+class MetaCache {
+ public:
+  // Taken before asking the hub about `key`.
+  struct Ticket {
+    std::string key;
+    uint64_t generation = 0;
+    SteadyTime sent{};
+  };
+
+  std::optional<CachedLookup> FindLookup(const std::string& key, const std::string& path,
+                                         SteadyTime now);
+  std::optional<ReadDirPage> FindPage(const std::string& key, const std::string& page,
+                                      SteadyTime now);
+
+  Ticket Begin(const std::string& key, SteadyTime now);
+  // Cache an answer that came with a lease of `lease_ms` (0 = none), at time `now`. False
+  // when not cached.
+  bool InstallLookup(const Ticket& ticket, int64_t lease_ms, SteadyTime now,
+                     const std::string& path, CachedLookup lookup);
+  bool InstallPage(const Ticket& ticket, int64_t lease_ms, SteadyTime now, const std::string& page,
+                   ReadDirPage listing);
+
+  // Drops what an invalidation covers; answers in flight for it will not be installed.
+  void Invalidate(const Affected& affected);
+  // Drops everything (the hub forgot this spoke's leases).
+  void Clear();
+
+  // For a chaining spoke (UpstreamLeases): the invalidation state of `key`, and how long its
+  // lease still runs if that state is unchanged.
+  uint64_t Epoch(const std::string& key);
+  std::chrono::milliseconds Remaining(const std::string& key, uint64_t epoch, SteadyTime now);
+
+ private:
+  struct Dir {
+    SteadyTime expiry{};
+    std::map<std::string, CachedLookup> lookups;  // by path
+    std::map<std::string, ReadDirPage> pages;
+  };
+  uint64_t GenerationLocked(const std::string& key) const;
+  Dir* InstallLocked(const Ticket& ticket, int64_t lease_ms, SteadyTime now);
+
+  std::mutex mu_;
+  std::unordered_map<std::string, Dir> dirs_;
+  // Bumped by each invalidation of a key, and (subtree_gen_) by each subtree invalidation.
+  std::unordered_map<std::string, uint64_t> key_gen_;
+  uint64_t subtree_gen_ = 0;
+};
+
+}  // namespace weft::fabric

@@ -1,0 +1,79 @@
+#include "fabric/meta_cache.h"
+
+#include <gtest/gtest.h>
+
+namespace weft::fabric {
+namespace {
+
+using std::chrono::milliseconds;
+
+CachedLookup Found(const std::string& path) {
+  CachedLookup l;
+  l.info.path = path;
+  return l;
+}
+
+class MetaCacheTest : public ::testing::Test {
+ protected:
+  SteadyTime t0_ = std::chrono::steady_clock::now();
+  MetaCache cache_;
+};
+
+TEST_F(MetaCacheTest, AnswersOnlyUnderTheLeaseItCameWith) {
+  auto ticket = cache_.Begin("/d", t0_);
+  EXPECT_TRUE(cache_.InstallLookup(ticket, 1000, t0_ + milliseconds(10), "/d/a", Found("/d/a")));
+  EXPECT_TRUE(cache_.FindLookup("/d", "/d/a", t0_ + milliseconds(899)).has_value());
+  // The lease counts from the send, less a tenth: it ends here before it ends at the hub.
+  EXPECT_FALSE(cache_.FindLookup("/d", "/d/a", t0_ + milliseconds(900)).has_value());
+  // No lease, no caching.
+  auto t2 = cache_.Begin("/e", t0_);
+  EXPECT_FALSE(cache_.InstallLookup(t2, 0, t0_, "/e/a", Found("/e/a")));
+  EXPECT_FALSE(cache_.FindLookup("/e", "/e/a", t0_).has_value());
+}
+
+TEST_F(MetaCacheTest, AnAnswerOvertakenByAnInvalidationIsNotInstalled) {
+  auto ticket = cache_.Begin("/d", t0_);
+  cache_.Invalidate(Affected{{"/d"}, {}});
+  EXPECT_FALSE(cache_.InstallLookup(ticket, 1000, t0_, "/d/a", Found("/d/a")));
+  // Subtree invalidations overtake answers for every key.
+  auto t2 = cache_.Begin("/x/y", t0_);
+  cache_.Invalidate(Affected{{}, {"/q"}});
+  EXPECT_FALSE(cache_.InstallLookup(t2, 1000, t0_, "/x/y/z", Found("/x/y/z")));
+  auto t3 = cache_.Begin("/x/y", t0_);
+  EXPECT_TRUE(cache_.InstallLookup(t3, 1000, t0_, "/x/y/z", Found("/x/y/z")));
+}
+
+TEST_F(MetaCacheTest, InvalidationDropsTheDirectoryAndSubtrees) {
+  for (const char* key : {"/a", "/a/b", "/ab", "/c"}) {
+    auto t = cache_.Begin(key, t0_);
+    ASSERT_TRUE(cache_.InstallLookup(t, 5000, t0_, std::string(key) + "/f", Found(key)));
+  }
+  cache_.Invalidate(Affected{{"/c"}, {"/a"}});
+  EXPECT_FALSE(cache_.FindLookup("/a", "/a/f", t0_).has_value());
+  EXPECT_FALSE(cache_.FindLookup("/a/b", "/a/b/f", t0_).has_value());
+  EXPECT_FALSE(cache_.FindLookup("/c", "/c/f", t0_).has_value());
+  EXPECT_TRUE(cache_.FindLookup("/ab", "/ab/f", t0_).has_value());
+}
+
+TEST_F(MetaCacheTest, EntriesFromAnExpiredLeaseDoNotRideOnANewOne) {
+  auto t1 = cache_.Begin("/d", t0_);
+  ASSERT_TRUE(cache_.InstallLookup(t1, 1000, t0_, "/d/old", Found("/d/old")));
+  // Long after the first lease ran out, a new answer arrives with a new lease.
+  SteadyTime later = t0_ + milliseconds(5000);
+  auto t2 = cache_.Begin("/d", later);
+  ASSERT_TRUE(cache_.InstallLookup(t2, 1000, later, "/d/new", Found("/d/new")));
+  EXPECT_TRUE(cache_.FindLookup("/d", "/d/new", later).has_value());
+  EXPECT_FALSE(cache_.FindLookup("/d", "/d/old", later).has_value());
+}
+
+TEST_F(MetaCacheTest, EpochAndRemainingForChainedSpokes) {
+  uint64_t epoch = cache_.Epoch("/d");
+  auto t = cache_.Begin("/d", t0_);
+  ASSERT_TRUE(cache_.InstallLookup(t, 1000, t0_, "/d/a", Found("/d/a")));
+  EXPECT_EQ(cache_.Remaining("/d", epoch, t0_ + milliseconds(400)), milliseconds(500));
+  cache_.Invalidate(Affected{{"/d"}, {}});
+  EXPECT_EQ(cache_.Remaining("/d", epoch, t0_), milliseconds(0));
+}
+
+}  // namespace
+}  // namespace weft::fabric

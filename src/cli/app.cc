@@ -347,9 +347,15 @@ int RunWeft(int argc, char** argv, const VolumeOpener& opener, int in_fd, FILE* 
     serve_cmd->add_option("--tls-key", serve.tls_key_file, "PEM private key for --tls-cert");
     serve_cmd->add_option("--region", serve.region, "Region clients sign requests for")
         ->capture_default_str();
+    int64_t serve_lease_ms = serve.lease.count();
+    serve_cmd
+        ->add_option("--lease-ms", serve_lease_ms,
+                     "How long spokes may answer from cached metadata without hearing from the hub")
+        ->capture_default_str();
     serve_cmd->callback([&] {
       action = [&](CommandEnv& env) {
         serve.data_dir = env.options().data_dir;
+        serve.lease = std::chrono::milliseconds(serve_lease_ms);
         Status served = server::RunHub(serve, env.out());
         return served.ok() ? kExitOk : env.Fail("serve", served);
       };
@@ -411,7 +417,8 @@ int RunWeft(int argc, char** argv, const VolumeOpener& opener, int in_fd, FILE* 
         *dev_cmd, "wan",
         "Emulate a WAN link: a TCP proxy that delays each direction by --delay-ms and limits\n"
         "it to --rate-mbit (shared by all connections), counting bytes. Point a spoke's --hub\n"
-        "at it to see how Weft behaves across regions. Runs until Ctrl-C, then prints the bytes.",
+        "at it to see how Weft behaves across regions. SIGUSR1 cuts the link (resets every\n"
+        "connection), SIGUSR2 restores it. Runs until Ctrl-C, then prints the bytes moved.",
         "weft dev wan --listen 127.0.0.1:9001 --target 127.0.0.1:9000 --delay-ms 40 --rate-mbit "
         "500");
     wan_cmd->add_option("--listen", wan.listen, "HOST:PORT to accept on")->capture_default_str();
@@ -420,6 +427,8 @@ int RunWeft(int argc, char** argv, const VolumeOpener& opener, int in_fd, FILE* 
         ->capture_default_str();
     wan_cmd->add_option("--rate-mbit", wan.rate_mbit, "Rate per direction in Mbit/s (0: unlimited)")
         ->capture_default_str();
+    wan_cmd->add_option("--capture-dir", wan.capture_dir,
+                        "Write the bytes that crossed to DIR/{upstream,downstream}.bin at exit");
     wan_cmd->callback([&] {
       action = [&](CommandEnv& env) {
         Status ran = server::RunWanEmulator(wan, env.out());

@@ -146,6 +146,9 @@ constexpr const char* kSpokesSeenFile = "/fabric-spokes-seen";
 }  // namespace
 
 Status RunHub(const HubOptions& options, FILE* out) {
+  if (options.lease < std::chrono::milliseconds(100) || options.lease > std::chrono::minutes(10)) {
+    return InvalidArgument("--lease-ms must be between 100 and 600000");
+  }
   WEFT_ASSIGN_OR_RETURN(net::HttpServerOptions http,
                         HttpOptions(options.listen, options.tls_cert_file, options.tls_key_file));
   const sigset_t signals = BlockTerminationSignals();
@@ -266,20 +269,46 @@ Status RunWanEmulator(const WanOptions& options, FILE* out) {
   }
   wan.one_way_delay = std::chrono::microseconds(static_cast<int64_t>(options.delay_ms * 1000));
   wan.rate_bytes_per_second = static_cast<uint64_t>(options.rate_mbit * 1e6 / 8);
-  const sigset_t signals = BlockTerminationSignals();
+  // SIGUSR1 cuts the link and SIGUSR2 restores it, so tests can script an outage.
+  sigset_t signals = BlockTerminationSignals();
+  sigaddset(&signals, SIGUSR1);
+  sigaddset(&signals, SIGUSR2);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   WEFT_ASSIGN_OR_RETURN(std::unique_ptr<net::WanEmulator> emulator, net::WanEmulator::Start(wan));
+  if (!options.capture_dir.empty()) emulator->SetCapture(true);
   std::fprintf(out, "weft: WAN link %s:%u -> %s, %.1f ms each way, %s\n", wan.listen_host.c_str(),
                emulator->port(), options.target.c_str(), options.delay_ms,
                options.rate_mbit > 0 ? (std::to_string(options.rate_mbit) + " Mbit/s").c_str()
                                      : "no rate limit");
   std::fflush(out);
-  int signal_number = 0;
-  sigwait(&signals, &signal_number);
+  for (;;) {
+    int signal_number = 0;
+    sigwait(&signals, &signal_number);
+    if (signal_number == SIGUSR1 || signal_number == SIGUSR2) {
+      emulator->SetLinkUp(signal_number == SIGUSR2);
+      std::fprintf(out, "weft: link %s\n", signal_number == SIGUSR2 ? "up" : "down");
+      std::fflush(out);
+      continue;
+    }
+    break;
+  }
   emulator->Stop();
+  if (!options.capture_dir.empty()) {
+    FileSystem* fs = PosixFileSystem();
+    WEFT_RETURN_IF_ERROR(fs->CreateDirs(options.capture_dir));
+    WEFT_RETURN_IF_ERROR(WriteFileAtomically(fs, options.capture_dir + "/upstream.bin",
+                                             emulator->captured_upstream()));
+    WEFT_RETURN_IF_ERROR(WriteFileAtomically(fs, options.capture_dir + "/downstream.bin",
+                                             emulator->captured_downstream()));
+    if (emulator->capture_overflowed()) {
+      std::fprintf(out, "weft: capture overflowed; it holds only the first bytes\n");
+    }
+  }
   std::fprintf(out, "weft: bytes upstream %llu, downstream %llu, connections %llu\n",
                static_cast<unsigned long long>(emulator->bytes_upstream()),
                static_cast<unsigned long long>(emulator->bytes_downstream()),
                static_cast<unsigned long long>(emulator->connections()));
+  std::fflush(out);
   return OkStatus();
 }
 

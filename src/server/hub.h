@@ -48,12 +48,15 @@ struct SpokeOptions {
 
 Status RunSpoke(const SpokeOptions& options, FILE* out);
 
-// `weft dev wan`: a WanEmulator between --listen and --target until SIGTERM/SIGINT.
+// `weft dev wan`: a WanEmulator between --listen and --target until SIGTERM/SIGINT; SIGUSR1
+// cuts the link, SIGUSR2 restores it.
 struct WanOptions {
   std::string listen = "127.0.0.1:9001";
   std::string target;
   double delay_ms = 20;
   double rate_mbit = 0;
+  // Record every byte that crosses; written to DIR/upstream.bin and DIR/downstream.bin at exit.
+  std::string capture_dir;
 };
 Status RunWanEmulator(const WanOptions& options, FILE* out);
 

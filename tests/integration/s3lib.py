@@ -15,16 +15,16 @@ REGION = "us-east-1"
 URL_LINE = re.compile(rb"serving S3 at (https?://[^ ]+)")
 
 
-class Hub:
-    """A `weft serve` process; its stdout is collected by a thread."""
+class WeftProcess:
+    """A long-running `weft` command; ready once a stdout line matches `ready` (its group 1
+    is kept as self.url). Its stdout is collected by a thread."""
 
-    def __init__(self, bin_path, data, extra_args=(), env=None):
-        full_env = dict(os.environ)
-        full_env.update({"WEFT_ROOT_ACCESS_KEY": ROOT_ACCESS, "WEFT_ROOT_SECRET_KEY": ROOT_SECRET})
-        full_env.update(env or {})
-        self.proc = subprocess.Popen(
-            [bin_path, "--data", data, "serve", "--listen", "127.0.0.1:0", *extra_args],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=full_env)
+    ready_pattern = URL_LINE
+    what = "weft"
+
+    def __init__(self, argv, env=None):
+        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     env=env)
         self.lines = []
         self.url = None
         self.ready = threading.Event()
@@ -32,13 +32,13 @@ class Hub:
         if not self.ready.wait(30) or self.url is None:
             self.proc.kill()
             err = self.proc.stderr.read().decode(errors="replace")
-            raise RuntimeError(f"weft serve did not start: {b''.join(self.lines)!r} {err}")
+            raise RuntimeError(f"{self.what} did not start: {b''.join(self.lines)!r} {err}")
 
     def _read(self):
         for line in self.proc.stdout:
             self.lines.append(line)
-            m = URL_LINE.search(line)
-            if m:
+            m = self.ready_pattern.search(line)
+            if m and self.url is None:
                 self.url = m.group(1).decode()
                 self.ready.set()
         self.ready.set()
@@ -57,6 +57,19 @@ class Hub:
     @property
     def port(self):
         return int(self.url.rsplit(":", 1)[1])
+
+
+class Hub(WeftProcess):
+    """A `weft serve` process."""
+
+    what = "weft serve"
+
+    def __init__(self, bin_path, data, extra_args=(), env=None):
+        full_env = dict(os.environ)
+        full_env.update({"WEFT_ROOT_ACCESS_KEY": ROOT_ACCESS, "WEFT_ROOT_SECRET_KEY": ROOT_SECRET})
+        full_env.update(env or {})
+        super().__init__([bin_path, "--data", data, "serve", "--listen", "127.0.0.1:0",
+                          *extra_args], full_env)
 
 
 class S3TestCase(WeftTestCase):

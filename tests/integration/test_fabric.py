@@ -1,0 +1,242 @@
+"""Hub and spokes as real processes: `weft serve`, a WAN emulator (`weft dev wan`, 20 ms each
+way) in front of it, spoke A (`weft spoke`) behind the emulator and spoke B chained to spoke A.
+Clients are boto3 against each node's S3 endpoint."""
+
+import os
+import re
+import signal
+import threading
+import time
+import unittest
+
+from botocore.exceptions import ClientError, EndpointConnectionError
+
+import s3lib
+from s3lib import ROOT_ACCESS, ROOT_SECRET, REGION, S3TestCase, WeftProcess
+
+SPOKE_ACCESS = "WEFTSPOKEROOTKEY0001"
+SPOKE_SECRET = "weft-spoke-root-secret-0123456789abcdefgh"
+LEASE_MS = 1000
+HUB_TIMEOUT_MS = 2000
+
+
+class Wan(WeftProcess):
+    """`weft dev wan`: ready when it prints the address it listens on."""
+
+    what = "weft dev wan"
+    ready_pattern = re.compile(rb"WAN link (\d+\.\d+\.\d+\.\d+:\d+) ->")
+
+    def __init__(self, bin_path, target, delay_ms, capture_dir=None):
+        argv = [bin_path, "dev", "wan", "--listen", "127.0.0.1:0", "--target", target,
+                "--delay-ms", str(delay_ms)]
+        if capture_dir:
+            argv += ["--capture-dir", capture_dir]
+        super().__init__(argv, dict(os.environ))
+        self.url = "http://" + self.url
+
+    def link(self, up):
+        self.proc.send_signal(signal.SIGUSR2 if up else signal.SIGUSR1)
+        want = b"link up" if up else b"link down"
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            if any(want in line for line in self.lines):
+                return
+            time.sleep(0.01)
+        raise RuntimeError("the WAN emulator did not switch the link")
+
+
+class Spoke(WeftProcess):
+    what = "weft spoke"
+
+    def __init__(self, bin_path, hub_url, cache, site, portals, hub_key, tags=()):
+        env = dict(os.environ)
+        env.update({"WEFT_HUB_ACCESS_KEY": hub_key[0], "WEFT_HUB_SECRET_KEY": hub_key[1],
+                    "WEFT_ROOT_ACCESS_KEY": SPOKE_ACCESS, "WEFT_ROOT_SECRET_KEY": SPOKE_SECRET})
+        argv = [bin_path, "spoke", "--hub", hub_url, "--cache", cache, "--site", site,
+                "--listen", "127.0.0.1:0", "--hub-timeout-ms", str(HUB_TIMEOUT_MS)]
+        for p in portals:
+            argv += ["--portal", p]
+        if tags:
+            argv += ["--tags", ",".join(tags)]
+        super().__init__(argv, env)
+
+
+class FabricTestCase(S3TestCase):
+    hub_args = ("--lease-ms", str(LEASE_MS))
+
+    def setUp(self):
+        super().setUp()
+        self.s3_hub = self.client(self.hub.url, ROOT_ACCESS, ROOT_SECRET)
+        self.s3_hub.create_bucket(Bucket="data")
+        self.wan = self.start(Wan(self.bin, f"127.0.0.1:{self.hub.port}", 20,
+                                  os.path.join(self.tmp, "capture")))
+        self.spoke_a = self.start(Spoke(self.bin, self.wan.url, os.path.join(self.tmp, "a"),
+                                        "site-a", ["/data"], (ROOT_ACCESS, ROOT_SECRET)))
+        self.spoke_b = self.start(Spoke(self.bin, self.spoke_a.url, os.path.join(self.tmp, "b"),
+                                        "site-b", ["/data"], (SPOKE_ACCESS, SPOKE_SECRET)))
+        self.s3_a = self.client(self.spoke_a.url, SPOKE_ACCESS, SPOKE_SECRET)
+        self.s3_b = self.client(self.spoke_b.url, SPOKE_ACCESS, SPOKE_SECRET)
+
+    def start(self, process):
+        self.addCleanup(self._stop_quietly, process)
+        return process
+
+    def client(self, url, access, secret):
+        import boto3
+        from botocore.config import Config
+        return boto3.client(
+            "s3", endpoint_url=url, aws_access_key_id=access, aws_secret_access_key=secret,
+            region_name=REGION,
+            config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1},
+                          signature_version="s3v4", connect_timeout=10, read_timeout=30))
+
+    def get(self, s3, key, bucket="data"):
+        return s3.get_object(Bucket=bucket, Key=key)["Body"].read()
+
+
+class ByteIdentityTest(FabricTestCase):
+    def test_a_write_at_a_spoke_reads_identically_at_the_hub_and_the_chained_spoke(self):
+        body = os.urandom(3 * 1024 * 1024 + 17)
+        put = self.s3_a.put_object(Bucket="data", Key="ckpt/step-1.bin", Body=body)
+        self.assertEqual(self.get(self.s3_hub, "ckpt/step-1.bin"), body)
+        self.assertEqual(self.get(self.s3_b, "ckpt/step-1.bin"), body)
+        head = self.s3_hub.head_object(Bucket="data", Key="ckpt/step-1.bin")
+        self.assertEqual(head["ETag"], put["ETag"])
+
+        # And the other way: the hub's write reads identically at both spokes, ranges too.
+        other = os.urandom(1024 * 1024)
+        self.s3_hub.put_object(Bucket="data", Key="train/shard-0.tar", Body=other)
+        self.assertEqual(self.get(self.s3_a, "train/shard-0.tar"), other)
+        self.assertEqual(self.get(self.s3_b, "train/shard-0.tar"), other)
+        part = self.s3_b.get_object(Bucket="data", Key="train/shard-0.tar",
+                                    Range="bytes=1000-2999")["Body"].read()
+        self.assertEqual(part, other[1000:3000])
+        # A write at the chained spoke goes through spoke A to the hub.
+        self.s3_b.put_object(Bucket="data", Key="from-b", Body=b"chained")
+        self.assertEqual(self.get(self.s3_hub, "from-b"), b"chained")
+        keys = {o["Key"] for o in self.s3_a.list_objects_v2(Bucket="data")["Contents"]}
+        self.assertEqual(keys, {"ckpt/step-1.bin", "train/shard-0.tar", "from-b"})
+
+
+class LinearizabilityTest(FabricTestCase):
+    """Writers at the hub and at spoke A update one object with increasing counters while
+    readers at every node record what they saw; no read may return a value that a write
+    completed before the read began had already overwritten."""
+
+    def test_no_read_is_older_than_a_write_completed_before_it(self):
+        key = "counter"
+        self.s3_hub.put_object(Bucket="data", Key=key, Body=b"init:0")
+        writes = {b"init:0": (0.0, time.monotonic())}
+        reads = []
+        lock = threading.Lock()
+        stop = time.monotonic() + 8
+        errors = []
+
+        def writer(name, s3):
+            i = 0
+            while time.monotonic() < stop:
+                i += 1
+                value = f"{name}:{i}".encode()
+                start = time.monotonic()
+                try:
+                    s3.put_object(Bucket="data", Key=key, Body=value)
+                except Exception as e:  # noqa: BLE001 - report any client failure
+                    errors.append(f"write {value!r}: {e}")
+                    return
+                with lock:
+                    writes[value] = (start, time.monotonic())
+
+        def reader(name, s3):
+            while time.monotonic() < stop:
+                start = time.monotonic()
+                try:
+                    value = self.get(s3, key)
+                except Exception as e:  # noqa: BLE001
+                    errors.append(f"read at {name}: {e}")
+                    return
+                with lock:
+                    reads.append((name, start, time.monotonic(), value))
+
+        threads = [threading.Thread(target=writer, args=("hub", self.s3_hub)),
+                   threading.Thread(target=writer, args=("a", self.client(
+                       self.spoke_a.url, SPOKE_ACCESS, SPOKE_SECRET)))]
+        for name, url, access, secret in [("hub", self.hub.url, ROOT_ACCESS, ROOT_SECRET),
+                                          ("a", self.spoke_a.url, SPOKE_ACCESS, SPOKE_SECRET),
+                                          ("b", self.spoke_b.url, SPOKE_ACCESS, SPOKE_SECRET)]:
+            for _ in range(2):
+                threads.append(threading.Thread(target=reader, args=(
+                    name, self.client(url, access, secret))))
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.assertEqual(errors, [])
+        self.assertGreater(len(writes), 20)
+        self.assertGreater(len(reads), 100)
+        by_node = {}
+        for name, *_ in reads:
+            by_node[name] = by_node.get(name, 0) + 1
+        self.assertEqual(set(by_node), {"hub", "a", "b"})
+
+        violations = []
+        for name, start, end, value in reads:
+            self.assertIn(value, writes, f"read at {name} returned a value never written")
+            w_start, w_end = writes[value]
+            if w_start > end:
+                violations.append(f"{name} read {value!r} before its write began")
+            for other, (o_start, o_end) in writes.items():
+                # `other` began after `value`'s write finished and finished before the read
+                # began: it certainly overwrote `value`, so the read is stale.
+                if o_start > w_end and o_end < start:
+                    violations.append(f"{name} read {value!r} at {start:.3f}, but {other!r} "
+                                      f"had completed at {o_end:.3f}")
+                    break
+        self.assertEqual(violations[:5], [], f"{len(violations)} stale reads of {len(reads)}")
+
+
+class LinkLossTest(FabricTestCase):
+    def test_cut_link_fails_clearly_after_lease_expiry_and_recovers(self):
+        self.s3_a.put_object(Bucket="data", Key="k", Body=b"before")
+        self.assertEqual(self.get(self.s3_a, "k"), b"before")
+        acked = {"k": b"before"}
+
+        self.wan.link(up=False)
+        # The hub's write waits for spoke A's lease to run out (A cannot acknowledge), then
+        # commits: it is not blocked for longer than a lease.
+        start = time.monotonic()
+        self.s3_hub.put_object(Bucket="data", Key="k", Body=b"after")
+        self.assertLess(time.monotonic() - start, LEASE_MS / 1000 + 2)
+        # Spoke A's lease has expired: it must not serve "before" any more; it fails clearly.
+        with self.assertRaises(ClientError) as cm:
+            self.get(self.s3_a, "k")
+        self.assertEqual(cm.exception.response["Error"]["Code"], "ServiceUnavailable")
+        self.assertIn("unreachable", cm.exception.response["Error"]["Message"])
+        # Writes at the spoke are refused rather than acknowledged without the hub.
+        for i in range(3):
+            try:
+                self.s3_a.put_object(Bucket="data", Key=f"during-{i}", Body=b"x")
+                acked[f"during-{i}"] = b"x"
+            except ClientError as e:
+                self.assertEqual(e.response["Error"]["Code"], "ServiceUnavailable")
+
+        self.wan.link(up=True)
+        deadline = time.monotonic() + 15
+        while True:
+            try:
+                value = self.get(self.s3_a, "k")
+                break
+            except ClientError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+        self.assertEqual(value, b"after")
+        self.s3_a.put_object(Bucket="data", Key="k2", Body=b"recovered")
+        acked["k2"] = b"recovered"
+        acked["k"] = b"after"
+        # Nothing acknowledged is lost: every acknowledged write is at the hub.
+        for key, body in acked.items():
+            self.assertEqual(self.get(self.s3_hub, key), body, key)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -281,5 +281,48 @@ TEST_F(FabricTest, SpokesAreAuthorisedAsTheirHubUser) {
   EXPECT_EQ(spokes[0].user, "site-eu");
 }
 
+TEST_F(FabricTest, ResidentDirectoriesNeverReachOtherSites) {
+  ASSERT_TRUE(hub_.volume().Mkdir(ctx_, "/data/eu").ok());
+  const std::string secret = RandomBytes(100'000, 9);
+  ASSERT_TRUE(Put(hub_.volume(), "/data/eu/scan.dcm", secret).ok());
+  ASSERT_TRUE(Put(hub_.volume(), "/data/open.txt", "public").ok());
+  SetAttrRequest resident;
+  resident.attributes = Attributes{{kResidencyAttribute, "eu"}};
+  ASSERT_TRUE(hub_.volume().SetAttr(ctx_, "/data/eu", resident).ok());
+
+  PortalVolumeOptions us;
+  us.site = "us-west";
+  us.tags = {"us", "gpu"};
+  auto spoke = OpenSpoke(hub_.url(), {"/data"}, nullptr, us);
+  ASSERT_TRUE(spoke.ok()) << spoke.status().ToString();
+  Status denied = (*spoke)->Stat(ctx_, "/data/eu/scan.dcm").status();
+  EXPECT_EQ(denied.code(), StatusCode::kPermissionDenied);
+  EXPECT_NE(denied.message().find("resident to sites tagged 'eu'"), std::string::npos);
+  EXPECT_EQ((*spoke)->Stat(ctx_, "/data/eu").status().code(), StatusCode::kPermissionDenied);
+  EXPECT_EQ((*spoke)->ReadDir(ctx_, "/data/eu").status().code(), StatusCode::kPermissionDenied);
+  EXPECT_EQ(Put(**spoke, "/data/eu/new", "x").status().code(), StatusCode::kPermissionDenied);
+  auto listing = (*spoke)->ReadDir(ctx_, "/data");
+  ASSERT_TRUE(listing.ok());
+  ASSERT_EQ(listing->entries.size(), 1u);  // not even the name
+  EXPECT_EQ(listing->entries[0].name, "open.txt");
+  EXPECT_EQ((*spoke)->Stats().chunks_fetched, 0u);
+  // A snapshot of the resident directory is just as resident.
+  ASSERT_TRUE(hub_.volume().CreateSnapshot(ctx_, "eu1", "/data/eu").ok());
+  EXPECT_EQ((*spoke)->Stat(ctx_, "/.weft/snapshots/eu1/scan.dcm").status().code(),
+            StatusCode::kPermissionDenied);
+  // Extending the resident directory itself is refused at attach.
+  EXPECT_EQ(OpenSpoke(hub_.url(), {"/data/eu"}, nullptr, us).status().code(),
+            StatusCode::kPermissionDenied);
+
+  PortalVolumeOptions eu;
+  eu.site = "eu-central";
+  eu.tags = {"eu"};
+  auto eu_spoke = OpenSpoke(hub_.url(), {"/data"}, nullptr, eu);
+  ASSERT_TRUE(eu_spoke.ok());
+  EXPECT_EQ(*Get(**eu_spoke, "/data/eu/scan.dcm"), secret);
+  EXPECT_EQ(*Get(**eu_spoke, "/.weft/snapshots/eu1/scan.dcm"), secret);
+  EXPECT_EQ((*eu_spoke)->ReadDir(ctx_, "/data")->entries.size(), 2u);
+}
+
 }  // namespace
 }  // namespace weft::fabric

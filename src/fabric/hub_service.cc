@@ -8,6 +8,7 @@
 #include "base/bytes.h"
 #include "fabric/wire.h"
 #include "vfs/path.h"
+#include "vfs/residency.h"
 
 namespace weft::fabric {
 namespace {
@@ -70,8 +71,9 @@ struct HubService::Call {
   net::ResponseWriter& response;
   std::string op;
   RequestContext ctx;
-  json args;            // the JSON header (or whole JSON body)
-  std::string payload;  // binary bytes after a framed header
+  json args;                      // the JSON header (or whole JSON body)
+  std::string payload;            // binary bytes after a framed header
+  std::vector<std::string> tags;  // the calling spoke's site tags
   json reply = json::object();
   std::optional<std::string> binary_reply;
   int status = 200;
@@ -108,7 +110,7 @@ HubService::~HubService() = default;
 
 void HubService::Handle(const net::HttpRequest& request, net::BodyReader& body,
                         net::ResponseWriter& response) {
-  Call call{request, body, response, {}, {}, {}, {}, {}, {}, 200};
+  Call call{request, body, response, {}, {}, {}, {}, {}, {}, {}, 200};
   Status s = Dispatch(call);
   if (response.started()) return;
   if (!s.ok()) {
@@ -173,6 +175,7 @@ Status HubService::Dispatch(Call& call) {
     WEFT_ASSIGN_OR_RETURN(SpokeRecord spoke,
                           FindSpoke(call, call.args.at("spoke").get<std::string>()));
     call.ctx.site = spoke.site;
+    call.tags = spoke.tags;
     if (call.op == "events") return Events(call);
     if (call.op == "lookup") return Lookup(call);
     if (call.op == "list") return List(call);
@@ -197,6 +200,42 @@ Result<SpokeRecord> HubService::FindSpoke(const Call& call, const std::string& i
   return it->second;
 }
 
+Status HubService::CheckResidency(const RequestContext& ctx, const std::vector<std::string>& tags,
+                                  const std::string& path, const ReadOptions& opts) {
+  // The path as read, and its live counterpart: a snapshot keeps the attributes of the
+  // directories it covers, but a restriction set on an ancestor above it lives only in the
+  // live tree.
+  std::vector<std::pair<std::string, ReadOptions>> views = {{path, opts}};
+  WEFT_ASSIGN_OR_RETURN(std::vector<std::string> segments, SplitPath(path));
+  if (segments.size() >= 3 && segments[0] == ".weft" && segments[1] == "snapshots") {
+    WEFT_ASSIGN_OR_RETURN(auto snapshots, volume_->ListSnapshots(ctx));
+    for (const SnapshotInfo& snap : snapshots) {
+      if (snap.name != segments[2]) continue;
+      std::string live = snap.path;
+      for (size_t i = 3; i < segments.size(); ++i) live += (live == "/" ? "" : "/") + segments[i];
+      views.push_back({live, ReadOptions{}});
+    }
+  } else if (opts.snapshot) {
+    views.push_back({path, ReadOptions{}});
+  }
+  for (const auto& [view, view_opts] : views) {
+    WEFT_ASSIGN_OR_RETURN(std::vector<std::string> parts, SplitPath(view));
+    std::string prefix = "/";
+    for (size_t i = 0;; ++i) {
+      Result<FileInfo> info = volume_->Stat(ctx, prefix, view_opts);
+      if (!info.ok() || info->type != FileType::kDirectory) break;
+      auto it = info->attributes.find(kResidencyAttribute);
+      if (it != info->attributes.end() && !SiteMayHold(tags, SplitSiteTags(it->second))) {
+        return PermissionDenied("AccessDenied: " + prefix + " is resident to sites tagged '" +
+                                it->second + "'; site '" + ctx.site + "' is not");
+      }
+      if (i == parts.size()) break;
+      prefix += (prefix == "/" ? "" : "/") + parts[i];
+    }
+  }
+  return OkStatus();
+}
+
 Status HubService::IssueToken(Call& call) {
   constexpr int64_t kTokenTtlNs = 3600LL * 1'000'000'000;
   WEFT_ASSIGN_OR_RETURN(
@@ -218,6 +257,12 @@ Status HubService::Attach(Call& call) {
     WEFT_RETURN_IF_ERROR(identities_->Authorize(rec.user, auth::kRead | auth::kList,
                                                 portal == "/" ? "/" : portal + "/"));
     rec.portals.push_back(portal);
+  }
+  for (const std::string& tag : rec.tags) WEFT_RETURN_IF_ERROR(ValidateSiteTag(tag));
+  RequestContext site_ctx = call.ctx;
+  site_ctx.site = rec.site;
+  for (const std::string& portal : rec.portals) {
+    WEFT_RETURN_IF_ERROR(CheckResidency(site_ctx, rec.tags, portal, ReadOptions{}));
   }
   rec.id = NewId();
   rec.attached_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -257,6 +302,7 @@ Status HubService::Lookup(Call& call) {
     allowed = identities_->Authorize(call.ctx.principal, auth::kRead, path + "/");
   }
   WEFT_RETURN_IF_ERROR(allowed);
+  WEFT_RETURN_IF_ERROR(CheckResidency(call.ctx, call.tags, path, opts));
   if (auto version = OptionalString(call.args, "version")) {
     // A version never changes: no lease.
     WEFT_ASSIGN_OR_RETURN(auto reader, volume_->OpenVersion(call.ctx, path, *version));
@@ -288,9 +334,11 @@ Status HubService::List(Call& call) {
   opts.snapshot = OptionalString(call.args, "snapshot");
   opts.start_after = call.args.value("start_after", std::string());
   opts.limit = call.args.value("limit", uint32_t{1000});
-  opts.with_info = call.args.value("with_info", false);
+  const bool with_info = call.args.value("with_info", false);
+  opts.with_info = true;  // to see which subdirectories are resident elsewhere
   WEFT_RETURN_IF_ERROR(
       identities_->Authorize(call.ctx.principal, auth::kList, path == "/" ? "/" : path + "/"));
+  WEFT_RETURN_IF_ERROR(CheckResidency(call.ctx, call.tags, path, ReadOptions{opts.snapshot}));
   Result<ReadDirPage> listed = Internal("not read");
   auto lease = GrantAround(spoke, LeaseKey(path, opts.snapshot),
                            [&] { listed = volume_->ReadDir(call.ctx, path, opts); });
@@ -298,8 +346,15 @@ Status HubService::List(Call& call) {
   WEFT_ASSIGN_OR_RETURN(ReadDirPage page, std::move(listed));
   json entries = json::array();
   for (const DirEntry& e : page.entries) {
+    if (e.info && e.type == FileType::kDirectory) {
+      auto it = e.info->attributes.find(kResidencyAttribute);
+      // Not even the name of a directory resident elsewhere leaves the hub.
+      if (it != e.info->attributes.end() && !SiteMayHold(call.tags, SplitSiteTags(it->second))) {
+        continue;
+      }
+    }
     json j = {{"name", e.name}, {"type", int(e.type)}, {"inode", e.inode}};
-    if (e.info) j["info"] = InfoToJson(*e.info);
+    if (e.info && with_info) j["info"] = InfoToJson(*e.info);
     entries.push_back(std::move(j));
   }
   call.reply["entries"] = std::move(entries);
@@ -313,6 +368,7 @@ Status HubService::Fetch(Call& call) {
   for (const json& item : call.args.at("items")) {
     WEFT_ASSIGN_OR_RETURN(std::string path, NormalisePath(item.at("path").get<std::string>()));
     WEFT_RETURN_IF_ERROR(identities_->Authorize(call.ctx.principal, auth::kRead, path));
+    WEFT_RETURN_IF_ERROR(CheckResidency(call.ctx, call.tags, path, ReadOptions{}));
     WEFT_ASSIGN_OR_RETURN(
         auto reader, volume_->OpenVersion(call.ctx, path, item.at("version").get<std::string>()));
     for (const json& index : item.at("indices")) {
@@ -345,6 +401,7 @@ Status HubService::UploadChunks(Call& call) {
   const std::string session = call.args.at("session").get<std::string>();
   WEFT_ASSIGN_OR_RETURN(std::string path, NormalisePath(call.args.at("path").get<std::string>()));
   WEFT_RETURN_IF_ERROR(identities_->Authorize(call.ctx.principal, auth::kWrite, path));
+  WEFT_RETURN_IF_ERROR(CheckResidency(call.ctx, call.tags, path, ReadOptions{}));
   if (session.size() < 16 || session.size() > 64) return InvalidArgument("bad upload session id");
   DropIdleUploads();
   std::shared_ptr<Upload> upload;
@@ -394,6 +451,7 @@ Status HubService::Commit(Call& call) {
   const std::string spoke = call.args.at("spoke").get<std::string>();
   WEFT_ASSIGN_OR_RETURN(std::string path, NormalisePath(call.args.at("path").get<std::string>()));
   WEFT_RETURN_IF_ERROR(identities_->Authorize(call.ctx.principal, auth::kWrite, path));
+  WEFT_RETURN_IF_ERROR(CheckResidency(call.ctx, call.tags, path, ReadOptions{}));
   WEFT_ASSIGN_OR_RETURN(std::vector<ChunkRef> chunks, ChunksFromJson(call.args.at("chunks")));
   WriteOptions opts;
   opts.etag = call.args.at("etag").get<std::string>();
@@ -450,8 +508,12 @@ Status HubService::Forward(Call& call) {
   const json& a = call.args;
   const std::string op = a.at("op").get<std::string>();
   auto path_arg = [&](const char* key) { return NormalisePath(a.at(key).get<std::string>()); };
-  auto authorize = [&](uint8_t needed, const std::string& path) {
-    return identities_->Authorize(call.ctx.principal, needed, path);
+  // Every path a call names is authorised for the user and checked for residency.
+  auto authorize = [&](uint8_t needed, const std::string& path) -> Status {
+    WEFT_RETURN_IF_ERROR(identities_->Authorize(call.ctx.principal, needed, path));
+    std::string plain =
+        path.size() > 1 && path.ends_with('/') ? path.substr(0, path.size() - 1) : path;
+    return CheckResidency(call.ctx, call.tags, plain, ReadOptions{});
   };
   const RequestContext& ctx = call.ctx;
   if (op == "mkdir") {
@@ -521,7 +583,11 @@ Status HubService::Forward(Call& call) {
     WEFT_ASSIGN_OR_RETURN(auto changes, volume_->ReadChanges(ctx, a.at("after").get<uint64_t>(),
                                                              a.at("limit").get<uint32_t>()));
     json list = json::array();
-    for (const Change& c : changes) list.push_back(ChangeToJson(c));
+    for (const Change& c : changes) {
+      if (CheckResidency(call.ctx, call.tags, c.path, ReadOptions{}).ok()) {
+        list.push_back(ChangeToJson(c));
+      }
+    }
     call.reply = {{"changes", list}};
   } else if (op == "usage") {
     WEFT_RETURN_IF_ERROR(authorize(auth::kAdmin, "/"));

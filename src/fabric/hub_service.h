@@ -87,6 +87,10 @@ class HubService : public net::HttpHandler {
   Status Forward(Call& call);
   Status ListSpokes(Call& call);
   Result<SpokeRecord> FindSpoke(const Call& call, const std::string& id);
+  // PermissionDenied when `path` (as read with `opts`, and its live counterpart) lies under a
+  // directory resident to sites with none of `tags`.
+  Status CheckResidency(const RequestContext& ctx, const std::vector<std::string>& tags,
+                        const std::string& path, const ReadOptions& opts);
   // Grants `spoke` a lease on `key` around `read` (granted first, so a mutation committing
   // after the read revokes it), shortened to what upstream still holds. Returns its length.
   std::chrono::milliseconds GrantAround(const std::string& spoke, const std::string& key,

@@ -17,6 +17,7 @@
 #include "fabric/coherent_volume.h"
 #include "fabric/meta_cache.h"
 #include "vfs/path.h"
+#include "vfs/residency.h"
 
 namespace weft::fabric {
 namespace {
@@ -510,7 +511,20 @@ class PortalVolumeImpl final : public PortalVolume {
     if (m.virtual_dir) return VirtualInfo(m.local);
     WEFT_ASSIGN_OR_RETURN(CachedLookup l, LookupHub(m.hub, opts.snapshot));
     if (!l.status.ok()) return Status(l.status.code(), m.local + ": " + StripPath(l.status));
+    WEFT_RETURN_IF_ERROR(CheckResident(m.local, l.info));
     return Localise(l.info, m.local);
+  }
+
+  // The hub refuses a spoke what is resident elsewhere; the spoke refuses it as well, should
+  // a restricted directory's info reach it anyway (a hub of an older version, a bug).
+  Status CheckResident(const std::string& local, const FileInfo& info) const {
+    auto it = info.attributes.find(kResidencyAttribute);
+    if (info.type != FileType::kDirectory || it == info.attributes.end() ||
+        SiteMayHold(options_.tags, SplitSiteTags(it->second))) {
+      return OkStatus();
+    }
+    return PermissionDenied("AccessDenied: " + local + " is resident to sites tagged '" +
+                            it->second + "'; this site is not");
   }
 
   Result<ReadDirPage> ReadDir(const RequestContext&, const std::string& path,
@@ -518,6 +532,9 @@ class PortalVolumeImpl final : public PortalVolume {
     WEFT_ASSIGN_OR_RETURN(Mapped m, Map(path));
     if (m.virtual_dir) return VirtualListing(m.local, opts);
     WEFT_ASSIGN_OR_RETURN(ReadDirPage page, ListHub(m.hub, opts));
+    std::erase_if(page.entries, [&](const DirEntry& e) {
+      return e.info && !CheckResident(m.local, *e.info).ok();
+    });
     for (DirEntry& e : page.entries) {
       if (e.info) e.info->path = Join(m.local, "/" + e.name);
     }

@@ -214,6 +214,11 @@ struct UsageInfo {
 // DeleteVersion removes them then.
 inline constexpr const char* kKeepVersionsAttribute = "weft.keep-versions";
 
+// Residency: a directory attribute "weft.residency" = "eu" (kResidencyAttribute; several tags
+// comma-separated) restricts the directory and everything below it to spoke sites carrying
+// one of those tags: the hub sends none of its metadata or chunks to any other spoke.
+inline constexpr const char* kResidencyAttribute = "weft.residency";
+
 struct GcOptions {
   // Non-current versions not held by a snapshot are kept this long after they stop being
   // current (0 = drop them now).

@@ -14,6 +14,7 @@
 #include "base/clock.h"
 #include "frontends/rest/json.h"
 #include "vfs/path.h"
+#include "vfs/residency.h"
 
 namespace weft::rest {
 namespace {
@@ -455,6 +456,44 @@ Result<Reply> StatPath(Call& c) {
   return Ok(FileInfoJson(info));
 }
 
+Result<Reply> GetResidency(Call& c) {
+  WEFT_ASSIGN_OR_RETURN(FileInfo info, c.volume.Stat(c.ctx, c.route.target.path));
+  if (info.type != FileType::kDirectory) {
+    return NotADirectory(c.route.target.path + ": residency applies to directories");
+  }
+  auto it = info.attributes.find(kResidencyAttribute);
+  std::vector<std::string> tags;
+  if (it != info.attributes.end()) tags = SplitSiteTags(it->second);
+  return Ok({{"path", c.route.target.path}, {"tags", tags}});
+}
+
+// Restricts a directory to sites with one of `tags`; an empty list lifts the restriction.
+Result<Reply> SetResidency(Call& c) {
+  WEFT_RETURN_IF_ERROR(CheckFields(c.body, {"tags"}));
+  if (!c.body.contains("tags") || !c.body["tags"].is_array()) {
+    return InvalidArgument("InvalidRequest: 'tags' must be an array of strings");
+  }
+  std::string joined;
+  for (const json& tag : c.body["tags"]) {
+    if (!tag.is_string()) return InvalidArgument("InvalidRequest: 'tags' must be strings");
+    WEFT_RETURN_IF_ERROR(ValidateSiteTag(tag.get<std::string>()));
+    joined += (joined.empty() ? "" : ",") + tag.get<std::string>();
+  }
+  WEFT_ASSIGN_OR_RETURN(FileInfo info, c.volume.Stat(c.ctx, c.route.target.path));
+  if (info.type != FileType::kDirectory) {
+    return NotADirectory(c.route.target.path + ": residency applies to directories");
+  }
+  SetAttrRequest req;
+  req.attributes = info.attributes;
+  if (joined.empty()) {
+    req.attributes->erase(kResidencyAttribute);
+  } else {
+    (*req.attributes)[kResidencyAttribute] = joined;
+  }
+  WEFT_RETURN_IF_ERROR(c.volume.SetAttr(c.ctx, c.route.target.path, req).status());
+  return Ok({{"path", c.route.target.path}, {"tags", SplitSiteTags(joined)}});
+}
+
 Result<Reply> ListDirectory(Call& c) {
   ReadDirOptions opts;
   opts.snapshot = c.route.target.snapshot;
@@ -620,6 +659,12 @@ Result<Route> RouteRequest(const ApiRequest& r, const json& body, Volume& volume
     route.needed = auth::kList;
     route.resource = route.target.DirectoryResource();
     route.query = {"path", "snapshot", "start_after", "limit"};
+  } else if (Is(s, {"namespace", "residency"})) {
+    WEFT_RETURN_IF_ERROR(PickMethod(m, {{"GET", &GetResidency}, {"PUT", &SetResidency}}, &route));
+    WEFT_ASSIGN_OR_RETURN(route.target, TargetFromQuery(r, false));
+    route.needed = m == "GET" ? auth::kRead : auth::kAdmin;
+    route.resource = route.target.DirectoryResource();
+    route.query = {"path"};
   } else if (Is(s, {"namespace", "versions"})) {
     WEFT_RETURN_IF_ERROR(PickMethod(m, {{"GET", &ListVersions}}, &route));
     WEFT_ASSIGN_OR_RETURN(route.target, TargetFromQuery(r, false));

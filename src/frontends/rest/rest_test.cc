@@ -420,5 +420,29 @@ TEST_F(RestTest, ProtocolErrorsAreJson) {
   EXPECT_EQ(body["message"], "bad head");
 }
 
+TEST_F(RestTest, ResidencyIsSetOnDirectoriesByAdmins) {
+  WriteFile("/eu/scan.dcm", "x");
+  Reply set = Send("PUT", "namespace/residency?path=/eu", root_, R"({"tags":["eu","eu-west"]})");
+  ASSERT_EQ(set.status, 200) << set.body.dump();
+  EXPECT_EQ(set.body["tags"], json::array({"eu", "eu-west"}));
+  EXPECT_EQ(volume_->Stat(RequestContext{}, "/eu")->attributes.at(kResidencyAttribute),
+            "eu,eu-west");
+  EXPECT_EQ(Send("GET", "namespace/residency?path=/eu", root_).body["tags"],
+            json::array({"eu", "eu-west"}));
+  // Bad tags, files and non-admins change nothing.
+  EXPECT_EQ(Send("PUT", "namespace/residency?path=/eu", root_, R"({"tags":["EU!"]})").status, 400);
+  EXPECT_EQ(
+      Send("PUT", "namespace/residency?path=/eu/scan.dcm", root_, R"({"tags":["eu"]})").status,
+      409);
+  std::string alice = UserWithToken("alice");
+  Rule("user:alice", "/eu/", "read,write,list");
+  EXPECT_EQ(Send("PUT", "namespace/residency?path=/eu", alice, R"({"tags":[]})").status, 403);
+  EXPECT_EQ(Send("GET", "namespace/residency?path=/eu", alice).status, 200);
+  // An empty list lifts it.
+  EXPECT_EQ(Send("PUT", "namespace/residency?path=/eu", root_, R"({"tags":[]})").body["tags"],
+            json::array());
+  EXPECT_EQ(volume_->Stat(RequestContext{}, "/eu")->attributes.count(kResidencyAttribute), 0u);
+}
+
 }  // namespace
 }  // namespace weft::rest

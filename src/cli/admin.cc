@@ -63,6 +63,7 @@ class Admin {
                                const std::string& permissions) = 0;
   virtual Result<json> ListRules() = 0;
   virtual Status DeleteRule(const std::string& id) = 0;
+  virtual Result<json> ListSpokes() = 0;
 };
 
 // The identity store in the data directory, opened the way the hub opens it.
@@ -115,6 +116,9 @@ class LocalAdmin : public Admin {
     return ArrayOf(rules, RuleJson);
   }
   Status DeleteRule(const std::string& id) override { return store_->DeleteRule(id); }
+  Result<json> ListSpokes() override {
+    return FailedPrecondition("spokes attach to a running hub: ask it with --server URL");
+  }
 
  private:
   std::unique_ptr<auth::IdentityStore> store_;
@@ -237,6 +241,7 @@ class RemoteAdmin : public Admin {
   Status DeleteRule(const std::string& id) override {
     return Call("DELETE", "rules/" + Segment(id)).status();
   }
+  Result<json> ListSpokes() override { return ListCall("spokes", "spokes"); }
 
  private:
   // One request to the API; `body` null sends none. A 204 gives null.
@@ -467,6 +472,29 @@ int RunRuleList(CommandEnv& env, const AdminTarget& target) {
       return std::vector<std::string>{Str(rule, "id"), Str(rule, "subject"),
                                       Str(rule, "permissions"), Str(rule, "prefix")};
     });
+    return OkStatus();
+  });
+}
+
+int RunSpokeList(CommandEnv& env, const AdminTarget& target) {
+  return WithAdmin(env, target, "spokes", [&](Admin& admin) -> Status {
+    WEFT_ASSIGN_OR_RETURN(json spokes, admin.ListSpokes());
+    auto joined = [](const json& list) {
+      std::string out;
+      for (const json& v : list) out += (out.empty() ? "" : ",") + v.get<std::string>();
+      return out.empty() ? std::string("-") : out;
+    };
+    PrintList(env, spokes, {"SITE", "TAGS", "PORTALS", "USER", "LEASES", "SENT", "RECEIVED", "ID"},
+              [&](const json& s) {
+                return std::vector<std::string>{Str(s, "site"),
+                                                joined(s.value("tags", json::array())),
+                                                joined(s.value("portals", json::array())),
+                                                Str(s, "user"),
+                                                std::to_string(s.value("leases", 0)),
+                                                HumanBytes(s.value("bytes_sent", uint64_t{0})),
+                                                HumanBytes(s.value("bytes_received", uint64_t{0})),
+                                                Str(s, "spoke")};
+              });
     return OkStatus();
   });
 }

@@ -38,4 +38,7 @@ int RunRuleAdd(CommandEnv& env, const AdminTarget& target, const std::string& su
 int RunRuleList(CommandEnv& env, const AdminTarget& target);
 int RunRuleDelete(CommandEnv& env, const AdminTarget& target, const std::string& id);
 
+// The spokes attached to the hub at target.server (site, tags, portals, leases, bytes).
+int RunSpokeList(CommandEnv& env, const AdminTarget& target);
+
 }  // namespace weft::cli

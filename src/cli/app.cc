@@ -330,6 +330,13 @@ int RunWeft(int argc, char** argv, const VolumeOpener& opener, int in_fd, FILE* 
 
     AdminArgs admin_args;
     AddAdminCommands(app, admin, admin_args, action);
+    CLI::App* spokes_cmd = AddCommand(
+        app, "spokes",
+        "List the spokes attached to the hub at --server: site, tags, portals, the user they\n"
+        "act as, the directory leases they hold now and the chunk bytes sent and received.",
+        "weft --server https://hub:9000 spokes --json");
+    spokes_cmd->callback(
+        [&] { action = [&](CommandEnv& env) { return RunSpokeList(env, admin); }; });
 
     server::HubOptions serve;
     CLI::App* serve_cmd = AddCommand(

@@ -601,6 +601,11 @@ Status HubService::Forward(Call& call) {
 
 Status HubService::ListSpokes(Call& call) {
   WEFT_RETURN_IF_ERROR(identities_->Authorize(call.ctx.principal, auth::kAdmin, "/"));
+  call.reply = {{"spokes", SpokesJson()}};
+  return OkStatus();
+}
+
+json HubService::SpokesJson() {
   auto stats = leases_->Stats();
   json list = json::array();
   for (const SpokeRecord& s : Spokes()) {
@@ -610,13 +615,13 @@ Status HubService::ListSpokes(Call& call) {
                     {"site", s.site},
                     {"tags", s.tags},
                     {"portals", s.portals},
+                    {"attached_ns", s.attached_ns},
                     {"leases", l.leases},
                     {"pending_invalidations", l.pending},
                     {"bytes_sent", s.bytes_sent},
                     {"bytes_received", s.bytes_received}});
   }
-  call.reply = {{"spokes", list}};
-  return OkStatus();
+  return list;
 }
 
 std::vector<SpokeRecord> HubService::Spokes() {

@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -70,6 +71,8 @@ class HubService : public net::HttpHandler {
               net::ResponseWriter& response) override;
 
   std::vector<SpokeRecord> Spokes();
+  // The attached spokes with their current leases, as GET spokes lists them.
+  nlohmann::json SpokesJson();
 
  private:
   struct Call;

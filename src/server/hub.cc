@@ -177,6 +177,8 @@ Status RunHub(const HubOptions& options, FILE* out) {
   s3::S3Frontend s3(*volume, *identities, s3_options);
   rest::RestFrontend rest(*volume, *identities);
   fabric::HubService hub_service(volume.get(), &leases, identities.get(), fabric_options);
+  rest.SetSpokesProvider(
+      [&hub_service] { return nlohmann::ordered_json::parse(hub_service.SpokesJson().dump()); });
   Router router(&s3, &rest, &hub_service, [&engine] { return CapacityMetrics(*engine); });
   WEFT_ASSIGN_OR_RETURN(std::unique_ptr<net::HttpServer> server,
                         net::HttpServer::Start(http, &router));
@@ -245,6 +247,8 @@ Status RunSpoke(const SpokeOptions& options, FILE* out) {
   s3::S3Frontend s3(*volume, *identities, s3_options);
   rest::RestFrontend rest(*volume, *identities);
   fabric::HubService hub_service(volume.get(), &leases, identities.get(), {}, portal.get());
+  rest.SetSpokesProvider(
+      [&hub_service] { return nlohmann::ordered_json::parse(hub_service.SpokesJson().dump()); });
   Router router(&s3, &rest, &hub_service, [&portal] { return SpokeMetrics(*portal); });
   WEFT_ASSIGN_OR_RETURN(std::unique_ptr<net::HttpServer> server,
                         net::HttpServer::Start(http, &router));

@@ -2,6 +2,7 @@
 way) in front of it, spoke A (`weft spoke`) behind the emulator and spoke B chained to spoke A.
 Clients are boto3 against each node's S3 endpoint."""
 
+import json
 import os
 import re
 import signal
@@ -116,6 +117,17 @@ class ByteIdentityTest(FabricTestCase):
         self.assertEqual(self.get(self.s3_hub, "from-b"), b"chained")
         keys = {o["Key"] for o in self.s3_a.list_objects_v2(Bucket="data")["Contents"]}
         self.assertEqual(keys, {"ckpt/step-1.bin", "train/shard-0.tar", "from-b"})
+
+        # The hub lists the spoke attached to it (B is attached to A), with what it moved.
+        env = dict(os.environ, WEFT_ROOT_ACCESS_KEY=ROOT_ACCESS, WEFT_ROOT_SECRET_KEY=ROOT_SECRET)
+        out = self.run_tool([self.bin, "--server", self.hub.url, "--json", "spokes"], env=env)
+        spokes = json.loads(out.stdout)
+        self.assertEqual([(s["site"], s["portals"]) for s in spokes], [("site-a", ["/data"])])
+        self.assertGreater(spokes[0]["bytes_sent"], len(other))
+        self.assertGreater(spokes[0]["bytes_received"], len(body))
+        env = dict(os.environ, WEFT_ROOT_ACCESS_KEY=SPOKE_ACCESS, WEFT_ROOT_SECRET_KEY=SPOKE_SECRET)
+        out = self.run_tool([self.bin, "--server", self.spoke_a.url, "spokes"], env=env)
+        self.assertIn("site-b", out.stdout.decode())
 
 
 class LinearizabilityTest(FabricTestCase):

@@ -342,6 +342,7 @@ struct Call {
   Volume& volume;
   auth::IdentityStore& identities;
   Clock* clock;
+  const RestFrontend::SpokesProvider& spokes;
   const ApiRequest& request;
   const json& body;
   const Route& route;
@@ -557,6 +558,11 @@ Result<Reply> DeleteSnapshot(Call& c) {
   return NoContent(c.volume.DeleteSnapshot(c.ctx, c.route.name));
 }
 
+Result<Reply> ListSpokes(Call& c) {
+  if (!c.spokes) return NotFound("NoSuchEndpoint: this server keeps no spoke registry");
+  return Ok({{"spokes", c.spokes()}});
+}
+
 Result<Reply> Usage(Call& c) {
   WEFT_ASSIGN_OR_RETURN(UsageInfo u, c.volume.Usage(c.ctx));
   json out = {{"files", u.files},
@@ -694,6 +700,8 @@ Result<Route> RouteRequest(const ApiRequest& r, const json& body, Volume& volume
     }
   } else if (Is(s, {"usage"})) {
     WEFT_RETURN_IF_ERROR(PickMethod(m, {{"GET", &Usage}}, &route));
+  } else if (Is(s, {"spokes"})) {
+    WEFT_RETURN_IF_ERROR(PickMethod(m, {{"GET", &ListSpokes}}, &route));
   } else {
     return NotFound("NoSuchEndpoint: no endpoint " + std::string(kApiPrefix) +
                     (s.empty() ? "" : s[0].substr(0, 40)) + "...");
@@ -772,7 +780,7 @@ void RestFrontend::Handle(const net::HttpRequest& http, net::BodyReader& body,
     Status allowed = CheckAccess(*route, public_path, ctx.principal, identities_);
     if (!allowed.ok()) return fail(allowed);
     // 4. The handler.
-    Call call{volume_, identities_, clock_, request, request_body, *route, ctx};
+    Call call{volume_, identities_, clock_, spokes_, request, request_body, *route, ctx};
     Result<Reply> reply = route->run(call);
     if (!reply.ok()) return fail(reply.status());
     SendJson(response, reply->http_status, reply->body ? &*reply->body : nullptr);

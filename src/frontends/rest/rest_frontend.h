@@ -5,6 +5,8 @@
 // Thread-safe: requests run concurrently and share no mutable state.
 #pragma once
 
+#include <functional>
+#include <nlohmann/json.hpp>
 #include <string_view>
 
 #include "auth/identity_store.h"
@@ -23,6 +25,11 @@ class RestFrontend : public net::HttpHandler {
   RestFrontend(Volume& volume, auth::IdentityStore& identities,
                Clock* clock = SystemClock::Default());
 
+  // What `GET spokes` lists: the spokes attached to this server (set by the composition root
+  // of a hub or a spoke; without it the endpoint answers NotFound).
+  using SpokesProvider = std::function<nlohmann::ordered_json()>;
+  void SetSpokesProvider(SpokesProvider provider) { spokes_ = std::move(provider); }
+
   void Handle(const net::HttpRequest& request, net::BodyReader& body,
               net::ResponseWriter& response) override;
   void HandleProtocolError(int status, std::string_view code, std::string_view message,
@@ -32,6 +39,7 @@ class RestFrontend : public net::HttpHandler {
   Volume& volume_;
   auth::IdentityStore& identities_;
   Clock* clock_;
+  SpokesProvider spokes_;
 };
 
 }  // namespace weft::rest

@@ -407,6 +407,9 @@ int RunWeft(int argc, char** argv, const VolumeOpener& opener, int in_fd, FILE* 
         ->add_option("--hub-timeout-ms", hub_timeout_ms,
                      "How long a read waits for an unreachable hub before failing")
         ->capture_default_str();
+    spoke_cmd->add_flag("--stale-ok", spoke.stale_ok,
+                        "When the hub is unreachable, answer from metadata whose lease has\n"
+                        "expired (S3 adds a 'Warning: 110' header) instead of failing");
     spoke_cmd->add_option("--region", spoke.region, "Region clients sign requests for")
         ->capture_default_str();
     spoke_cmd->callback([&] {

@@ -33,7 +33,9 @@ class Hub {
     service_ = std::make_unique<HubService>(volume_.get(), &leases_, identities_.get());
     server_ = *net::HttpServer::Start(net::HttpServerOptions{}, service_.get());
   }
-  ~Hub() {
+  ~Hub() { Stop(); }
+  // The hub goes away (its spokes see connection refused).
+  void Stop() {
     leases_.Shutdown();
     server_->Shutdown(milliseconds(1000));
   }
@@ -322,6 +324,35 @@ TEST_F(FabricTest, ResidentDirectoriesNeverReachOtherSites) {
   EXPECT_EQ(*Get(**eu_spoke, "/data/eu/scan.dcm"), secret);
   EXPECT_EQ(*Get(**eu_spoke, "/.weft/snapshots/eu1/scan.dcm"), secret);
   EXPECT_EQ((*eu_spoke)->ReadDir(ctx_, "/data")->entries.size(), 2u);
+}
+
+TEST_F(FabricTest, StaleOkServesExpiredMetadataWhenTheHubIsGoneAndSaysSo) {
+  Hub hub(milliseconds(500));
+  ASSERT_TRUE(hub.volume().Mkdir(ctx_, "/data").ok());
+  const std::string data = RandomBytes(200'000, 11);
+  ASSERT_TRUE(Put(hub.volume(), "/data/x", data).ok());
+  PortalVolumeOptions stale_ok;
+  stale_ok.stale_ok = true;
+  auto tolerant = OpenSpoke(hub.url(), {"/data"}, nullptr, stale_ok);
+  auto strict = OpenSpoke(hub.url(), {"/data"});
+  ASSERT_TRUE(tolerant.ok() && strict.ok());
+  EXPECT_EQ(*Get(**tolerant, "/data/x"), data);
+  EXPECT_EQ(*Get(**strict, "/data/x"), data);
+  EXPECT_FALSE((*tolerant)->Stat(ctx_, "/data/x")->stale);
+
+  hub.Stop();
+  std::this_thread::sleep_for(milliseconds(600));  // the leases run out
+  auto info = (*tolerant)->Stat(ctx_, "/data/x");
+  ASSERT_TRUE(info.ok()) << info.status().ToString();
+  EXPECT_TRUE(info->stale);
+  EXPECT_EQ(*Get(**tolerant, "/data/x"), data);  // its chunks are here
+  EXPECT_GE((*tolerant)->Stats().stale_answers, 1u);
+  // What it never saw it cannot make up.
+  EXPECT_EQ((*tolerant)->Stat(ctx_, "/data/never-seen").status().code(), StatusCode::kUnavailable);
+  // Without --stale-ok: a clear error naming the hub.
+  Status gone = (*strict)->Stat(ctx_, "/data/x").status();
+  EXPECT_EQ(gone.code(), StatusCode::kUnavailable);
+  EXPECT_NE(gone.message().find("unreachable"), std::string::npos);
 }
 
 }  // namespace

@@ -30,6 +30,26 @@ std::optional<ReadDirPage> MetaCache::FindPage(const std::string& key, const std
   return hit->second;
 }
 
+std::optional<CachedLookup> MetaCache::FindExpiredLookup(const std::string& key,
+                                                         const std::string& path) {
+  std::lock_guard lock(mu_);
+  auto it = dirs_.find(key);
+  if (it == dirs_.end()) return std::nullopt;
+  auto hit = it->second.lookups.find(path);
+  if (hit == it->second.lookups.end()) return std::nullopt;
+  return hit->second;
+}
+
+std::optional<ReadDirPage> MetaCache::FindExpiredPage(const std::string& key,
+                                                      const std::string& page) {
+  std::lock_guard lock(mu_);
+  auto it = dirs_.find(key);
+  if (it == dirs_.end()) return std::nullopt;
+  auto hit = it->second.pages.find(page);
+  if (hit == it->second.pages.end()) return std::nullopt;
+  return hit->second;
+}
+
 MetaCache::Ticket MetaCache::Begin(const std::string& key, SteadyTime now) {
   std::lock_guard lock(mu_);
   return Ticket{key, GenerationLocked(key), now};

@@ -45,6 +45,11 @@ class MetaCache {
   std::optional<ReadDirPage> FindPage(const std::string& key, const std::string& page,
                                       SteadyTime now);
 
+  // What was cached under `key` whatever its lease (kept until an invalidation or a newer
+  // lease replaces it): only for a spoke told to serve stale metadata when the hub is gone.
+  std::optional<CachedLookup> FindExpiredLookup(const std::string& key, const std::string& path);
+  std::optional<ReadDirPage> FindExpiredPage(const std::string& key, const std::string& page);
+
   Ticket Begin(const std::string& key, SteadyTime now);
   // Cache an answer that came with a lease of `lease_ms` (0 = none), at time `now`. False
   // when not cached.

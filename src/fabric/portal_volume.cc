@@ -172,6 +172,7 @@ class PortalVolumeImpl final : public PortalVolume {
     s.bytes_fetched = bytes_fetched_;
     s.bytes_uploaded = bytes_uploaded_;
     s.invalidations = invalidations_;
+    s.stale_answers = stale_answers_;
     return s;
   }
   const HubClient& hub() const override { return *hub_; }
@@ -260,6 +261,13 @@ class PortalVolumeImpl final : public PortalVolume {
       result.status = reply.status();
       lease_ms = error_body.value("lease_ms", int64_t{0});
     } else {
+      if (options_.stale_ok && reply.status().code() == StatusCode::kUnavailable) {
+        if (auto old = cache_.FindExpiredLookup(key, hub_path)) {
+          ++stale_answers_;
+          old->info.stale = true;
+          return *old;
+        }
+      }
       return reply.status();
     }
     cache_.InstallLookup(ticket, lease_ms, Clock::now(), hub_path, result);
@@ -281,7 +289,18 @@ class PortalVolumeImpl final : public PortalVolume {
                  {"limit", opts.limit},
                  {"with_info", opts.with_info}};
     if (opts.snapshot) args["snapshot"] = *opts.snapshot;
-    WEFT_ASSIGN_OR_RETURN(json reply, hub_->Call("list", args));
+    Result<json> listed = hub_->Call("list", args);
+    if (!listed.ok() && options_.stale_ok && listed.status().code() == StatusCode::kUnavailable) {
+      if (auto old = cache_.FindExpiredPage(key, page_key)) {
+        ++stale_answers_;
+        old->stale = true;
+        for (DirEntry& e : old->entries) {
+          if (e.info) e.info->stale = true;
+        }
+        return *old;
+      }
+    }
+    WEFT_ASSIGN_OR_RETURN(json reply, std::move(listed));
     ReadDirPage page;
     page.truncated = reply.value("truncated", false);
     try {
@@ -802,6 +821,7 @@ class PortalVolumeImpl final : public PortalVolume {
   std::atomic<uint64_t> chunks_fetched_ = 0;
   std::atomic<uint64_t> bytes_fetched_ = 0;
   std::atomic<uint64_t> invalidations_ = 0;
+  std::atomic<uint64_t> stale_answers_ = 0;
 };
 
 // --- reader ---

@@ -52,6 +52,9 @@ struct PortalVolumeOptions {
   uint64_t batch_bytes = 4 << 20;
   // Commits whose missing chunks total at most this send them in the commit itself.
   uint64_t inline_commit_bytes = 8 << 20;
+  // When the hub cannot be reached, answer from cached metadata whose lease has expired
+  // (marked FileInfo::stale) instead of failing: availability over consistency.
+  bool stale_ok = false;
   // How long one invalidation poll waits at the hub.
   std::chrono::milliseconds poll_wait{5'000};
 };
@@ -64,6 +67,7 @@ struct PortalStats {
   uint64_t bytes_fetched = 0;  // wire bytes of chunk batches from the hub
   uint64_t bytes_uploaded = 0;
   uint64_t invalidations = 0;
+  uint64_t stale_answers = 0;  // --stale-ok answers from expired metadata
 };
 
 // It is also the UpstreamLeases of the HubService a chaining spoke runs over it: lease keys

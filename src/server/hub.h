@@ -42,6 +42,7 @@ struct SpokeOptions {
   std::string region = "us-east-1";
   size_t connections = 8;
   std::chrono::milliseconds hub_timeout{10'000};
+  bool stale_ok = false;                   // serve expired metadata when the hub is unreachable
   std::chrono::milliseconds lease{5'000};  // granted to spokes chained to this one
   std::chrono::milliseconds shutdown_grace{30'000};
 };

@@ -68,6 +68,9 @@ struct FileInfo {
   // Files: the attributes of this version (immutable, like its bytes). Directories: the
   // directory's own, changed with SetAttr.
   Attributes attributes;
+  // Answered from metadata that may be out of date: a spoke in --stale-ok mode, cut off from
+  // its hub after its lease ran out. Front ends tell their clients (S3: a Warning header).
+  bool stale = false;
 };
 
 struct DirEntry {
@@ -92,6 +95,7 @@ struct ReadDirOptions {
 struct ReadDirPage {
   std::vector<DirEntry> entries;  // sorted by name (bytewise)
   bool truncated = false;         // more entries follow the last one
+  bool stale = false;             // as FileInfo::stale
 };
 
 struct WriteOptions {

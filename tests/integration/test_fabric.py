@@ -49,7 +49,7 @@ class Wan(WeftProcess):
 class Spoke(WeftProcess):
     what = "weft spoke"
 
-    def __init__(self, bin_path, hub_url, cache, site, portals, hub_key, tags=()):
+    def __init__(self, bin_path, hub_url, cache, site, portals, hub_key, tags=(), extra=()):
         env = dict(os.environ)
         env.update({"WEFT_HUB_ACCESS_KEY": hub_key[0], "WEFT_HUB_SECRET_KEY": hub_key[1],
                     "WEFT_ROOT_ACCESS_KEY": SPOKE_ACCESS, "WEFT_ROOT_SECRET_KEY": SPOKE_SECRET})
@@ -59,7 +59,7 @@ class Spoke(WeftProcess):
             argv += ["--portal", p]
         if tags:
             argv += ["--tags", ",".join(tags)]
-        super().__init__(argv, env)
+        super().__init__(argv + list(extra), env)
 
 
 class FabricTestCase(S3TestCase):
@@ -208,8 +208,13 @@ class LinearizabilityTest(FabricTestCase):
 
 class LinkLossTest(FabricTestCase):
     def test_cut_link_fails_clearly_after_lease_expiry_and_recovers(self):
+        # Spoke C, also behind the WAN, prefers stale answers to errors.
+        tolerant = self.start(Spoke(self.bin, self.wan.url, os.path.join(self.tmp, "c"), "site-c",
+                                    ["/data"], (ROOT_ACCESS, ROOT_SECRET), extra=["--stale-ok"]))
+        s3_c = self.client(tolerant.url, SPOKE_ACCESS, SPOKE_SECRET)
         self.s3_a.put_object(Bucket="data", Key="k", Body=b"before")
         self.assertEqual(self.get(self.s3_a, "k"), b"before")
+        self.assertEqual(self.get(s3_c, "k"), b"before")
         acked = {"k": b"before"}
 
         self.wan.link(up=False)
@@ -223,6 +228,10 @@ class LinkLossTest(FabricTestCase):
             self.get(self.s3_a, "k")
         self.assertEqual(cm.exception.response["Error"]["Code"], "ServiceUnavailable")
         self.assertIn("unreachable", cm.exception.response["Error"]["Message"])
+        # --stale-ok answers from what it had, and says so.
+        stale = s3_c.get_object(Bucket="data", Key="k")
+        self.assertEqual(stale["Body"].read(), b"before")
+        self.assertTrue(stale["ResponseMetadata"]["HTTPHeaders"]["warning"].startswith("110 "))
         # Writes at the spoke are refused rather than acknowledged without the hub.
         for i in range(3):
             try:

@@ -41,6 +41,7 @@ json FileInfoJson(const FileInfo& info) {
   }
   if (info.type == FileType::kSymlink) out["target"] = info.symlink_target;
   if (!info.attributes.empty()) out["attributes"] = info.attributes;
+  if (info.stale) out["stale"] = true;
   return out;
 }
 

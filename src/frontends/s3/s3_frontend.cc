@@ -179,11 +179,17 @@ std::string UnquoteEtag(std::string_view etag) {
   return std::string(etag);
 }
 
+constexpr const char* kStaleWarning =
+    "110 weft \"Response is Stale: the hub is unreachable and this spoke answers from "
+    "metadata whose lease has expired\"";
+
 std::vector<net::HttpHeader> ObjectHeaders(const FileInfo& info) {
   std::vector<net::HttpHeader> headers;
   headers.push_back({"ETag", QuoteEtag(info.etag)});
   headers.push_back({"Last-Modified", HttpDate(info.mtime_ns)});
   headers.push_back({"Accept-Ranges", "bytes"});
+  // RFC 7234's "110 Response is Stale": a spoke that lost its hub answered from old metadata.
+  if (info.stale) headers.push_back({"Warning", kStaleWarning});
   bool has_type = false;
   for (const auto& [name, value] : info.attributes) {
     if (name.starts_with(kAttrMetaPrefix)) {

@@ -13,7 +13,7 @@ PACKAGES=(
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev python3
   # used by the integration tests and benchmarks: tar | zstd reference, mount/umount, sync
-  zstd tar coreutils util-linux mount
+  zstd tar coreutils util-linux mount rsync
   # real S3 clients the S3 tests drive, and the reference servers the benchmarks compare with
   python3-boto3 awscli s3cmd rclone curl openssl nginx-light wrk
 )

@@ -428,7 +428,8 @@ int RunWeft(int argc, char** argv, const VolumeOpener& opener, int in_fd, FILE* 
         "Emulate a WAN link: a TCP proxy that delays each direction by --delay-ms and limits\n"
         "it to --rate-mbit (shared by all connections), counting bytes. Point a spoke's --hub\n"
         "at it to see how Weft behaves across regions. SIGUSR1 cuts the link (resets every\n"
-        "connection), SIGUSR2 restores it. Runs until Ctrl-C, then prints the bytes moved.",
+        "connection), SIGUSR2 restores it, SIGHUP prints the bytes moved so far. Runs until\n"
+        "Ctrl-C, then prints the bytes moved.",
         "weft dev wan --listen 127.0.0.1:9001 --target 127.0.0.1:9000 --delay-ms 40 --rate-mbit "
         "500");
     wan_cmd->add_option("--listen", wan.listen, "HOST:PORT to accept on")->capture_default_str();

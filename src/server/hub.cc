@@ -281,9 +281,17 @@ Status RunWanEmulator(const WanOptions& options, FILE* out) {
   sigset_t signals = BlockTerminationSignals();
   sigaddset(&signals, SIGUSR1);
   sigaddset(&signals, SIGUSR2);
+  sigaddset(&signals, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   WEFT_ASSIGN_OR_RETURN(std::unique_ptr<net::WanEmulator> emulator, net::WanEmulator::Start(wan));
   if (!options.capture_dir.empty()) emulator->SetCapture(true);
+  auto print_bytes = [&] {
+    std::fprintf(out, "weft: bytes upstream %llu, downstream %llu, connections %llu\n",
+                 static_cast<unsigned long long>(emulator->bytes_upstream()),
+                 static_cast<unsigned long long>(emulator->bytes_downstream()),
+                 static_cast<unsigned long long>(emulator->connections()));
+    std::fflush(out);
+  };
   std::fprintf(out, "weft: WAN link %s:%u -> %s, %.1f ms each way, %s\n", wan.listen_host.c_str(),
                emulator->port(), options.target.c_str(), options.delay_ms,
                options.rate_mbit > 0 ? (std::to_string(options.rate_mbit) + " Mbit/s").c_str()
@@ -292,6 +300,10 @@ Status RunWanEmulator(const WanOptions& options, FILE* out) {
   for (;;) {
     int signal_number = 0;
     sigwait(&signals, &signal_number);
+    if (signal_number == SIGHUP) {
+      print_bytes();
+      continue;
+    }
     if (signal_number == SIGUSR1 || signal_number == SIGUSR2) {
       emulator->SetLinkUp(signal_number == SIGUSR2);
       std::fprintf(out, "weft: link %s\n", signal_number == SIGUSR2 ? "up" : "down");
@@ -312,11 +324,7 @@ Status RunWanEmulator(const WanOptions& options, FILE* out) {
       std::fprintf(out, "weft: capture overflowed; it holds only the first bytes\n");
     }
   }
-  std::fprintf(out, "weft: bytes upstream %llu, downstream %llu, connections %llu\n",
-               static_cast<unsigned long long>(emulator->bytes_upstream()),
-               static_cast<unsigned long long>(emulator->bytes_downstream()),
-               static_cast<unsigned long long>(emulator->connections()));
-  std::fflush(out);
+  print_bytes();
   return OkStatus();
 }
 

@@ -16,143 +16,121 @@ bool IsAtOrUnder(const std::string& path, const std::string& root) {
   return path.starts_with(root) && (path.size() == root.size() || path[root.size()] == '/');
 }
 
-LeaseTable::LeaseTable(LeaseTableOptions options)
-    : options_(options), grace_end_(std::chrono::steady_clock::now() + options.start_grace) {}
+// --- LeaseState ---
 
-bool LeaseTable::Matches(const std::string& dir, const Affected& affected) const {
+LeaseState::LeaseState(LeaseTableOptions options, SteadyTime start)
+    : options_(options), grace_end_(start + options.start_grace) {}
+
+bool LeaseState::Matches(const std::string& dir, const Affected& affected) const {
   if (affected.dirs.contains(dir)) return true;
   return std::any_of(affected.subtrees.begin(), affected.subtrees.end(),
                      [&](const std::string& root) { return IsAtOrUnder(dir, root); });
 }
 
-bool LeaseTable::RevokingLocked(const std::string& dir) const {
+bool LeaseState::Revoking(const std::string& dir) const {
   if (revoking_dirs_.contains(dir)) return true;
   return std::any_of(revoking_subtrees_.begin(), revoking_subtrees_.end(),
                      [&](const std::string& root) { return IsAtOrUnder(dir, root); });
 }
 
-std::chrono::milliseconds LeaseTable::Grant(const std::string& spoke, const std::string& dir,
-                                            std::chrono::milliseconds at_most) {
-  std::lock_guard lock(mu_);
-  if (shutdown_ || RevokingLocked(dir) || at_most.count() <= 0) return std::chrono::milliseconds(0);
+std::chrono::milliseconds LeaseState::Grant(const std::string& spoke, const std::string& dir,
+                                            SteadyTime now, std::chrono::milliseconds at_most) {
+  if (Revoking(dir) || at_most.count() <= 0) return std::chrono::milliseconds(0);
   const auto length = std::min(options_.lease, at_most);
-  SteadyTime now = std::chrono::steady_clock::now();
   spokes_.try_emplace(spoke).first->second.last_poll = now;
   SteadyTime& expiry = leases_[dir][spoke];
   expiry = std::max(expiry, now + length);
   return length;
 }
 
-LeaseTable::Revocation LeaseTable::Revoke(const Affected& affected) {
-  std::unique_lock lock(mu_);
-  while (!shutdown_ && std::chrono::steady_clock::now() < grace_end_) {
-    changed_.wait_until(lock, grace_end_);
-  }
+LeaseState::Begun LeaseState::BeginRevoke(const Affected& affected, SteadyTime now) {
   for (const auto& d : affected.dirs) revoking_dirs_.insert(d);
   for (const auto& s : affected.subtrees) revoking_subtrees_.insert(s);
-  Revocation guard;
-  guard.table_ = this;
-  guard.affected_ = affected;
+  Begun begun;
+  begun.id = next_revocation_++;
+  Revocation& r = revocations_[begun.id];
+  r.affected = affected;
 
   // Holders and the latest expiry of what each holds among the affected directories. Leases
-  // stay in the table until the wait ends, so an overlapping revocation waits for them too.
-  SteadyTime now = std::chrono::steady_clock::now();
-  std::map<std::string, SteadyTime> holders;
-  std::vector<std::string> matched;
+  // stay in the table until the revocation completes, so an overlapping one waits for them too.
   for (const auto& [dir, by_spoke] : leases_) {
     if (!Matches(dir, affected)) continue;
-    matched.push_back(dir);
+    r.matched.push_back(dir);
     for (const auto& [spoke, expiry] : by_spoke) {
       if (expiry <= now) continue;
-      SteadyTime& latest = holders[spoke];
+      SteadyTime& latest = r.holders[spoke];
       latest = std::max(latest, expiry);
     }
   }
-  if (holders.empty()) {
-    for (const auto& dir : matched) leases_.erase(dir);
-    return guard;
+  if (r.holders.empty()) {
+    Finish(r);
+    return begun;
   }
-  const uint64_t seq = next_seq_++;
-  Invalidation inv{seq,
-                   {affected.dirs.begin(), affected.dirs.end()},
-                   {affected.subtrees.begin(), affected.subtrees.end()}};
-  for (const auto& [spoke, expiry] : holders) spokes_[spoke].queue.push_back(inv);
-  changed_.notify_all();
+  r.seq = next_seq_++;
+  begun.invalidation = Invalidation{r.seq,
+                                    {affected.dirs.begin(), affected.dirs.end()},
+                                    {affected.subtrees.begin(), affected.subtrees.end()}};
+  for (const auto& [spoke, expiry] : r.holders) {
+    spokes_[spoke].queue.push_back(begun.invalidation);
+    begun.holders.push_back(spoke);
+  }
+  return begun;
+}
 
-  bool any_expired = false;
-  while (!holders.empty() && !shutdown_) {
-    now = std::chrono::steady_clock::now();
-    SteadyTime earliest = SteadyTime::max();
-    for (auto it = holders.begin(); it != holders.end();) {
-      auto sp = spokes_.find(it->first);
-      bool acked = sp == spokes_.end() || sp->second.acked >= seq;
-      if (acked || it->second <= now) {
-        any_expired |= !acked;
-        it = holders.erase(it);
-      } else {
-        earliest = std::min(earliest, it->second);
-        ++it;
-      }
+bool LeaseState::Complete(uint64_t id, SteadyTime now) {
+  auto found = revocations_.find(id);
+  if (found == revocations_.end()) return true;
+  Revocation& r = found->second;
+  if (r.complete) return true;
+  for (auto it = r.holders.begin(); it != r.holders.end();) {
+    auto sp = spokes_.find(it->first);
+    const bool acked = sp == spokes_.end() || sp->second.acked >= r.seq;
+    if (acked || it->second <= now) {
+      r.any_expired |= !acked;
+      it = r.holders.erase(it);
+    } else {
+      ++it;
     }
-    if (!holders.empty()) changed_.wait_until(lock, earliest);
   }
-  if (any_expired) ++expired_waits_;
+  if (!r.holders.empty()) return false;
+  Finish(r);
+  return true;
+}
+
+void LeaseState::Finish(Revocation& r) {
+  if (r.any_expired) ++expired_waits_;
   // Every holder has dropped its view or lost its lease, and no grant happened meanwhile: the
   // leases are gone. (An overlapping revocation keeps its own copy of the holders.)
-  for (const auto& dir : matched) leases_.erase(dir);
-  return guard;
+  for (const auto& dir : r.matched) leases_.erase(dir);
+  r.complete = true;
 }
 
-void LeaseTable::EndRevocation(const Affected& affected) {
-  std::lock_guard lock(mu_);
-  for (const auto& d : affected.dirs) revoking_dirs_.erase(revoking_dirs_.find(d));
-  for (const auto& s : affected.subtrees) revoking_subtrees_.erase(revoking_subtrees_.find(s));
+SteadyTime LeaseState::Deadline(uint64_t id) const {
+  auto found = revocations_.find(id);
+  SteadyTime earliest = SteadyTime::max();
+  if (found == revocations_.end()) return earliest;
+  for (const auto& [spoke, expiry] : found->second.holders) earliest = std::min(earliest, expiry);
+  return earliest;
 }
 
-LeaseTable::Revocation::Revocation(Revocation&& other) noexcept
-    : table_(std::exchange(other.table_, nullptr)), affected_(std::move(other.affected_)) {}
-
-LeaseTable::Revocation& LeaseTable::Revocation::operator=(Revocation&& other) noexcept {
-  if (this != &other) {
-    if (table_ != nullptr) table_->EndRevocation(affected_);
-    table_ = std::exchange(other.table_, nullptr);
-    affected_ = std::move(other.affected_);
-  }
-  return *this;
+void LeaseState::EndRevoke(uint64_t id) {
+  auto found = revocations_.find(id);
+  if (found == revocations_.end()) return;
+  Revocation& r = found->second;
+  // Abandoned before it completed (shutdown): it ends as a completed one would.
+  if (!r.complete) Finish(r);
+  for (const auto& d : r.affected.dirs) revoking_dirs_.erase(revoking_dirs_.find(d));
+  for (const auto& s : r.affected.subtrees) revoking_subtrees_.erase(revoking_subtrees_.find(s));
+  revocations_.erase(found);
 }
 
-LeaseTable::Revocation::~Revocation() {
-  if (table_ != nullptr) table_->EndRevocation(affected_);
-}
-
-std::vector<Invalidation> LeaseTable::Poll(const std::string& spoke, uint64_t ack,
-                                           std::chrono::milliseconds wait) {
-  std::unique_lock lock(mu_);
-  SteadyTime now = std::chrono::steady_clock::now();
-  ForgetIdleLocked(now);
-  Spoke& sp = spokes_[spoke];
-  sp.last_poll = now;
-  if (ack > sp.acked && ack < next_seq_) {
-    sp.acked = ack;
-    auto& q = sp.queue;
-    q.erase(
-        std::remove_if(q.begin(), q.end(), [&](const Invalidation& inv) { return inv.seq <= ack; }),
-        q.end());
-    changed_.notify_all();
-  }
-  SteadyTime deadline = now + wait;
-  while (!shutdown_) {
-    auto it = spokes_.find(spoke);
-    if (it == spokes_.end()) return {};
-    if (!it->second.queue.empty()) return it->second.queue;
-    if (changed_.wait_until(lock, deadline) == std::cv_status::timeout) break;
-  }
-  return {};
-}
-
-void LeaseTable::ForgetIdleLocked(SteadyTime now) {
+void LeaseState::ForgetIdle(SteadyTime now) {
+  // Every grant renews last_poll, so a spoke idle for longer than a lease holds none. Forgetting
+  // one that might (forget_after shorter than the lease) would count it as having acknowledged
+  // what it never saw.
+  const auto idle = std::max<SteadyTime::duration>(options_.forget_after, options_.lease);
   for (auto it = spokes_.begin(); it != spokes_.end();) {
-    if (now - it->second.last_poll > options_.forget_after) {
+    if (now - it->second.last_poll > idle) {
       for (auto& [dir, by_spoke] : leases_) by_spoke.erase(it->first);
       it = spokes_.erase(it);
     } else {
@@ -161,17 +139,27 @@ void LeaseTable::ForgetIdleLocked(SteadyTime now) {
   }
 }
 
-void LeaseTable::Forget(const std::string& spoke) {
-  std::lock_guard lock(mu_);
-  spokes_.erase(spoke);
-  for (auto& [dir, by_spoke] : leases_) by_spoke.erase(spoke);
-  changed_.notify_all();
+bool LeaseState::Ack(const std::string& spoke, uint64_t ack, SteadyTime now) {
+  Spoke& sp = spokes_[spoke];
+  sp.last_poll = now;
+  if (ack <= sp.acked || ack >= next_seq_) return false;
+  sp.acked = ack;
+  std::erase_if(sp.queue, [&](const Invalidation& inv) { return inv.seq <= ack; });
+  return true;
 }
 
-std::map<std::string, SpokeLeaseStats> LeaseTable::Stats() {
-  std::lock_guard lock(mu_);
+const std::vector<Invalidation>* LeaseState::Pending(const std::string& spoke) const {
+  auto it = spokes_.find(spoke);
+  return it == spokes_.end() ? nullptr : &it->second.queue;
+}
+
+void LeaseState::Forget(const std::string& spoke) {
+  spokes_.erase(spoke);
+  for (auto& [dir, by_spoke] : leases_) by_spoke.erase(spoke);
+}
+
+std::map<std::string, SpokeLeaseStats> LeaseState::Stats(SteadyTime now) const {
   std::map<std::string, SpokeLeaseStats> out;
-  SteadyTime now = std::chrono::steady_clock::now();
   for (const auto& [id, sp] : spokes_) {
     SpokeLeaseStats& s = out[id];
     s.pending = sp.queue.size();
@@ -186,9 +174,85 @@ std::map<std::string, SpokeLeaseStats> LeaseTable::Stats() {
   return out;
 }
 
+// --- LeaseTable ---
+
+LeaseTable::LeaseTable(LeaseTableOptions options)
+    : state_(options, std::chrono::steady_clock::now()) {}
+
+std::chrono::milliseconds LeaseTable::Grant(const std::string& spoke, const std::string& dir,
+                                            std::chrono::milliseconds at_most) {
+  std::lock_guard lock(mu_);
+  if (shutdown_) return std::chrono::milliseconds(0);
+  return state_.Grant(spoke, dir, std::chrono::steady_clock::now(), at_most);
+}
+
+LeaseTable::Revocation LeaseTable::Revoke(const Affected& affected) {
+  std::unique_lock lock(mu_);
+  while (!shutdown_ && std::chrono::steady_clock::now() < state_.grace_end()) {
+    changed_.wait_until(lock, state_.grace_end());
+  }
+  LeaseState::Begun begun = state_.BeginRevoke(affected, std::chrono::steady_clock::now());
+  Revocation guard;
+  guard.table_ = this;
+  guard.id_ = begun.id;
+  if (!begun.holders.empty()) changed_.notify_all();
+  while (!shutdown_ && !state_.Complete(begun.id, std::chrono::steady_clock::now())) {
+    changed_.wait_until(lock, state_.Deadline(begun.id));
+  }
+  return guard;
+}
+
+void LeaseTable::EndRevocation(uint64_t id) {
+  std::lock_guard lock(mu_);
+  state_.EndRevoke(id);
+}
+
+LeaseTable::Revocation::Revocation(Revocation&& other) noexcept
+    : table_(std::exchange(other.table_, nullptr)), id_(other.id_) {}
+
+LeaseTable::Revocation& LeaseTable::Revocation::operator=(Revocation&& other) noexcept {
+  if (this != &other) {
+    if (table_ != nullptr) table_->EndRevocation(id_);
+    table_ = std::exchange(other.table_, nullptr);
+    id_ = other.id_;
+  }
+  return *this;
+}
+
+LeaseTable::Revocation::~Revocation() {
+  if (table_ != nullptr) table_->EndRevocation(id_);
+}
+
+std::vector<Invalidation> LeaseTable::Poll(const std::string& spoke, uint64_t ack,
+                                           std::chrono::milliseconds wait) {
+  std::unique_lock lock(mu_);
+  const SteadyTime now = std::chrono::steady_clock::now();
+  state_.ForgetIdle(now);
+  if (state_.Ack(spoke, ack, now)) changed_.notify_all();
+  const SteadyTime deadline = now + wait;
+  while (!shutdown_) {
+    const std::vector<Invalidation>* queue = state_.Pending(spoke);
+    if (queue == nullptr) return {};
+    if (!queue->empty()) return *queue;
+    if (changed_.wait_until(lock, deadline) == std::cv_status::timeout) break;
+  }
+  return {};
+}
+
+void LeaseTable::Forget(const std::string& spoke) {
+  std::lock_guard lock(mu_);
+  state_.Forget(spoke);
+  changed_.notify_all();
+}
+
+std::map<std::string, SpokeLeaseStats> LeaseTable::Stats() {
+  std::lock_guard lock(mu_);
+  return state_.Stats(std::chrono::steady_clock::now());
+}
+
 uint64_t LeaseTable::expired_waits() const {
   std::lock_guard lock(mu_);
-  return expired_waits_;
+  return state_.expired_waits();
 }
 
 void LeaseTable::Shutdown() {

@@ -13,7 +13,8 @@
 // PortalVolume), which is never later than the hub's, so a lost message only costs time.
 //
 // Directory keys are normalised absolute paths of the volume the table guards ("/", "/a/b").
-// Thread-safe.
+// LeaseTable is thread-safe; LeaseState, the logic it wraps, is single-threaded with time passed
+// in, for simulations.
 #pragma once
 
 #include <chrono>
@@ -50,7 +51,7 @@ struct LeaseTableOptions {
   // Revocations wait until this long after construction: a restarted hub does not know which
   // leases its spokes still hold from before, so it lets them all run out first.
   std::chrono::milliseconds start_grace{0};
-  // A spoke that has not polled for this long is forgotten (its leases expired long ago).
+  // A spoke that has not polled for this long is forgotten; never before its leases expired.
   std::chrono::milliseconds forget_after{120'000};
 };
 
@@ -61,11 +62,94 @@ struct SpokeLeaseStats {
   SteadyTime last_poll{};
 };
 
+// LeaseState: LeaseTable's bookkeeping as a single-threaded state machine with time passed in,
+// so that a simulation can drive the protocol without threads or a real clock
+// (lease_sim_test.cc). LeaseTable is this state behind a mutex, with the waiting done for it.
+//
+// A revocation runs BeginRevoke -> (Complete false until every holder acknowledged or its lease
+// ended) -> commit the mutation -> EndRevoke. Grants on the affected directories stop from
+// BeginRevoke to EndRevoke. Not thread-safe.
+class LeaseState {
+ public:
+  LeaseState(LeaseTableOptions options, SteadyTime start);
+
+  std::chrono::milliseconds lease_length() const { return options_.lease; }
+  // No revocation may begin before this (LeaseTableOptions::start_grace).
+  SteadyTime grace_end() const { return grace_end_; }
+
+  // As LeaseTable::Grant, at time `now`.
+  std::chrono::milliseconds Grant(
+      const std::string& spoke, const std::string& dir, SteadyTime now,
+      std::chrono::milliseconds at_most = std::chrono::milliseconds::max());
+
+  struct Begun {
+    uint64_t id = 0;                   // names the revocation to Complete, Deadline and EndRevoke
+    Invalidation invalidation;         // seq 0 when nobody held a lease: nothing to send
+    std::vector<std::string> holders;  // the spokes it was queued for, to be woken
+  };
+  // Stops grants on the affected directories and queues the invalidation for every spoke that
+  // holds an unexpired lease on one of them. Call no earlier than grace_end().
+  Begun BeginRevoke(const Affected& affected, SteadyTime now);
+  // Whether revocation `id` may commit at `now`: every holder acknowledged the invalidation,
+  // was forgotten, or saw its lease end. Once true it stays true; the affected leases are gone.
+  bool Complete(uint64_t id, SteadyTime now);
+  // When Complete should be asked again if no acknowledgement arrives: the earliest lease end
+  // among the holders still waited for as of the last Complete (max() when none or unknown).
+  SteadyTime Deadline(uint64_t id) const;
+  // The mutation committed (or was abandoned): grants on its directories resume.
+  void EndRevoke(uint64_t id);
+
+  // Drops spokes that have neither polled nor been granted a lease for forget_after (and for
+  // at least a lease length, so that none of their leases is still running), with their leases.
+  void ForgetIdle(SteadyTime now);
+  // A poll from `spoke` at `now` acknowledging invalidations up to `ack`. Returns whether that
+  // acknowledged anything new (revocations waiting on it should check Complete again).
+  bool Ack(const std::string& spoke, uint64_t ack, SteadyTime now);
+  // The invalidations sent to `spoke` and not yet acknowledged, seq ascending; null when the
+  // spoke is unknown (forgotten).
+  const std::vector<Invalidation>* Pending(const std::string& spoke) const;
+  // Drops a spoke and its leases.
+  void Forget(const std::string& spoke);
+
+  std::map<std::string, SpokeLeaseStats> Stats(SteadyTime now) const;
+  uint64_t expired_waits() const { return expired_waits_; }
+
+ private:
+  struct Spoke {
+    std::vector<Invalidation> queue;  // not yet acknowledged, seq ascending
+    uint64_t acked = 0;
+    SteadyTime last_poll{};
+  };
+  struct Revocation {
+    Affected affected;
+    uint64_t seq = 0;
+    std::map<std::string, SteadyTime> holders;  // still waited for -> latest expiry held
+    std::vector<std::string> matched;           // leased directories it covers
+    bool any_expired = false;                   // a holder was let go by expiry, not ack
+    bool complete = false;
+  };
+  bool Matches(const std::string& dir, const Affected& affected) const;
+  bool Revoking(const std::string& dir) const;
+  void Finish(Revocation& r);
+
+  const LeaseTableOptions options_;
+  const SteadyTime grace_end_;
+  // dir -> spoke -> expiry
+  std::map<std::string, std::map<std::string, SteadyTime>> leases_;
+  std::map<std::string, Spoke> spokes_;
+  std::map<uint64_t, Revocation> revocations_;
+  std::multiset<std::string> revoking_dirs_;
+  std::multiset<std::string> revoking_subtrees_;
+  uint64_t next_seq_ = 1;
+  uint64_t next_revocation_ = 1;
+  uint64_t expired_waits_ = 0;
+};
+
 class LeaseTable {
  public:
   explicit LeaseTable(LeaseTableOptions options = {});
 
-  std::chrono::milliseconds lease_length() const { return options_.lease; }
+  std::chrono::milliseconds lease_length() const { return state_.lease_length(); }
 
   // Records a lease for `spoke` on `dir` from now, of the table's length or `at_most` if
   // shorter. Returns its length, or zero when `dir` is being revoked right now (the spoke may
@@ -87,7 +171,7 @@ class LeaseTable {
    private:
     friend class LeaseTable;
     LeaseTable* table_ = nullptr;
-    Affected affected_;
+    uint64_t id_ = 0;
   };
   Revocation Revoke(const Affected& affected);
 
@@ -107,28 +191,12 @@ class LeaseTable {
   void Shutdown();
 
  private:
-  struct Spoke {
-    std::vector<Invalidation> queue;  // not yet acknowledged, seq ascending
-    uint64_t acked = 0;
-    SteadyTime last_poll{};
-  };
-  bool Matches(const std::string& dir, const Affected& affected) const;
-  bool RevokingLocked(const std::string& dir) const;
-  void EndRevocation(const Affected& affected);
-  void ForgetIdleLocked(SteadyTime now);
+  void EndRevocation(uint64_t id);
 
-  const LeaseTableOptions options_;
-  const SteadyTime grace_end_;
   mutable std::mutex mu_;
   std::condition_variable changed_;
-  // dir -> spoke -> expiry
-  std::map<std::string, std::map<std::string, SteadyTime>> leases_;
-  std::map<std::string, Spoke> spokes_;
-  std::multiset<std::string> revoking_dirs_;
-  std::multiset<std::string> revoking_subtrees_;
-  uint64_t next_seq_ = 1;
-  uint64_t expired_waits_ = 0;
-  bool shutdown_ = false;
+  LeaseState state_;       // GUARDED_BY(mu_), but for its constant options
+  bool shutdown_ = false;  // GUARDED_BY(mu_)
 };
 
 // "/a/b/c" -> "/a/b"; "/a" -> "/"; "/" -> "/".

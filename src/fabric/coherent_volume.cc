@@ -19,11 +19,72 @@ void AddAncestors(const std::string& path, Affected* affected) {
   }
 }
 
+// The inodes of `path`'s ancestors (0 = missing), top down, excluding the root.
+using AncestorInodes = std::vector<std::pair<std::string, uint64_t>>;
+
+AncestorInodes ReadAncestors(Volume* volume, const std::string& path) {
+  AncestorInodes out;
+  std::vector<std::string> chain;
+  for (std::string p = ParentDir(path); p != "/"; p = ParentDir(p)) chain.push_back(p);
+  for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+    Result<FileInfo> info = volume->Stat(RequestContext{}, *it);
+    out.emplace_back(*it, info.ok() ? info->inode : 0);
+  }
+  return out;
+}
+
+// A mutation that creates missing parents changes the listing of each created directory's
+// parent, and only those: revoking every ancestor on every S3 PUT would drop every spoke's
+// cache of the bucket and the root on every write. What was missing is read before the
+// commit and revoked then; what changed between that read and the commit (a concurrent rmdir
+// or rename of an ancestor) is found by reading again afterwards and revoked before the
+// mutation returns.
+class ParentCreation {
+ public:
+  ParentCreation(Volume* volume, LeaseTable* leases, std::string path, Affected base)
+      : volume_(volume), leases_(leases), path_(std::move(path)), affected_(std::move(base)) {
+    before_ = ReadAncestors(volume_, path_);
+    for (const auto& [dir, inode] : before_) {
+      if (inode == 0) {
+        affected_.dirs.insert(ParentDir(dir));
+        affected_.dirs.insert(dir);
+      }
+    }
+  }
+  const Affected& affected() const { return affected_; }
+
+  // After the commit: revokes what changed meanwhile.
+  void Finish() {
+    Affected late;
+    AncestorInodes after = ReadAncestors(volume_, path_);
+    for (size_t i = 0; i < after.size() && i < before_.size(); ++i) {
+      const std::string& dir = after[i].first;
+      if (after[i].second != before_[i].second && !affected_.dirs.contains(dir)) {
+        late.dirs.insert(ParentDir(dir));
+        late.dirs.insert(dir);
+      }
+    }
+    if (!late.dirs.empty()) leases_->Revoke(late);
+  }
+
+ private:
+  Volume* volume_;
+  LeaseTable* leases_;
+  std::string path_;
+  Affected affected_;
+  AncestorInodes before_;
+};
+
 // Hands the inner writer to the engine at commit, after revoking the parent's leases.
 class CoherentWriter final : public FileWriter {
  public:
-  CoherentWriter(std::unique_ptr<FileWriter> inner, LeaseTable* leases, Affected affected)
-      : inner_(std::move(inner)), leases_(leases), affected_(std::move(affected)) {}
+  CoherentWriter(std::unique_ptr<FileWriter> inner, Volume* volume, LeaseTable* leases,
+                 std::string path, bool create_parents)
+      : inner_(std::move(inner)),
+        volume_(volume),
+        leases_(leases),
+        path_(std::move(path)),
+        create_parents_(create_parents) {}
 
   Status Write(ByteSpan data) override { return inner_->Write(data); }
   Status AppendFrom(FileReader& source) override { return inner_->AppendFrom(source); }
@@ -31,19 +92,31 @@ class CoherentWriter final : public FileWriter {
     return inner_->AppendChunk(chunk, data);
   }
   Result<FileInfo> Commit() override {
-    LeaseTable::Revocation revocation = leases_->Revoke(affected_);
-    return inner_->Commit();
+    if (!create_parents_) {
+      LeaseTable::Revocation revocation = leases_->Revoke(AffectedByWrite(path_, false));
+      return inner_->Commit();
+    }
+    ParentCreation creation(volume_, leases_, path_, AffectedByWrite(path_, false));
+    Result<FileInfo> info = [&] {
+      LeaseTable::Revocation revocation = leases_->Revoke(creation.affected());
+      return inner_->Commit();
+    }();
+    creation.Finish();
+    return info;
   }
   void Abort() override { inner_->Abort(); }
   uint64_t bytes_written() const override { return inner_->bytes_written(); }
 
-  const Affected& affected() const { return affected_; }
+  const std::string& path() const { return path_; }
+  bool create_parents() const { return create_parents_; }
   std::unique_ptr<FileWriter> Release() { return std::move(inner_); }
 
  private:
   std::unique_ptr<FileWriter> inner_;
+  Volume* volume_;
   LeaseTable* leases_;
-  Affected affected_;
+  std::string path_;
+  bool create_parents_;
 };
 
 class CoherentVolume final : public Volume {
@@ -71,30 +144,50 @@ class CoherentVolume final : public Volume {
   Result<std::unique_ptr<FileWriter>> OpenWriter(const RequestContext& ctx, const std::string& path,
                                                  const WriteOptions& opts) override {
     WEFT_ASSIGN_OR_RETURN(auto inner, inner_->OpenWriter(ctx, path, opts));
-    return std::unique_ptr<FileWriter>(new CoherentWriter(
-        std::move(inner), leases_, AffectedByWrite(Normalise(path), opts.create_parents)));
+    return std::unique_ptr<FileWriter>(new CoherentWriter(std::move(inner), inner_, leases_,
+                                                          Normalise(path), opts.create_parents));
   }
 
   Result<std::vector<FileInfo>> CommitAll(
       const RequestContext& ctx, std::vector<std::unique_ptr<FileWriter>> writers) override {
     Affected all;
     std::vector<std::unique_ptr<FileWriter>> inner;
+    std::vector<ParentCreation> creations;
     for (auto& w : writers) {
       auto* coherent = dynamic_cast<CoherentWriter*>(w.get());
       if (coherent == nullptr) {
         return InvalidArgument("CommitAll: a writer of another volume");
       }
-      all.dirs.insert(coherent->affected().dirs.begin(), coherent->affected().dirs.end());
+      Affected one = AffectedByWrite(coherent->path(), false);
+      if (coherent->create_parents()) {
+        creations.emplace_back(inner_, leases_, coherent->path(), one);
+        one = creations.back().affected();
+      }
+      all.dirs.insert(one.dirs.begin(), one.dirs.end());
       inner.push_back(coherent->Release());
     }
-    LeaseTable::Revocation revocation = leases_->Revoke(all);
-    return inner_->CommitAll(ctx, std::move(inner));
+    Result<std::vector<FileInfo>> infos = [&] {
+      LeaseTable::Revocation revocation = leases_->Revoke(all);
+      return inner_->CommitAll(ctx, std::move(inner));
+    }();
+    for (ParentCreation& c : creations) c.Finish();
+    return infos;
   }
 
   Result<FileInfo> Mkdir(const RequestContext& ctx, const std::string& path, uint32_t mode,
                          bool parents) override {
-    auto revocation = leases_->Revoke(AffectedByWrite(Normalise(path), parents));
-    return inner_->Mkdir(ctx, path, mode, parents);
+    const std::string normal = Normalise(path);
+    if (!parents) {
+      auto revocation = leases_->Revoke(AffectedByWrite(normal, false));
+      return inner_->Mkdir(ctx, path, mode, parents);
+    }
+    ParentCreation creation(inner_, leases_, normal, AffectedByWrite(normal, false));
+    Result<FileInfo> info = [&] {
+      auto revocation = leases_->Revoke(creation.affected());
+      return inner_->Mkdir(ctx, path, mode, parents);
+    }();
+    creation.Finish();
+    return info;
   }
   Result<FileInfo> Symlink(const RequestContext& ctx, const std::string& path,
                            const std::string& target) override {
@@ -171,6 +264,9 @@ Affected AffectedByWrite(const std::string& path, bool create_parents) {
   } else {
     a.dirs.insert(ParentDir(path));
   }
+  // The path as a key too: a spoke that looked below it while it was a file (NotADirectory)
+  // or absent cached that answer under it.
+  a.dirs.insert(path);
   return a;
 }
 

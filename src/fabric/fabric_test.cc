@@ -25,32 +25,55 @@ using testutil::RandomBytes;
 
 class Hub {
  public:
-  explicit Hub(milliseconds lease) : leases_(LeaseTableOptions{lease}) {
+  explicit Hub(milliseconds lease) : lease_(lease) {
     engine_ = *NewLocalVolume(NewMemKvStore(), NewMemChunkStore());
-    volume_ = NewCoherentVolume(engine_.get(), &leases_);
     identities_ = *auth::IdentityStore::Open(NewMemKvStore(), std::string(32, 'k'));
     EXPECT_TRUE(identities_->ImportKey("root", kRootKey, kRootSecret).ok());
-    service_ = std::make_unique<HubService>(volume_.get(), &leases_, identities_.get());
-    server_ = *net::HttpServer::Start(net::HttpServerOptions{}, service_.get());
+    Serve(LeaseTableOptions{lease}, 0);
   }
   ~Hub() { Stop(); }
   // The hub goes away (its spokes see connection refused).
   void Stop() {
-    leases_.Shutdown();
+    if (!server_) return;
+    leases_->Shutdown();
     server_->Shutdown(milliseconds(1000));
+    server_.reset();
+  }
+  // A restart on the same port: the data stays, the leases and attached spokes are forgotten,
+  // and mutations wait one lease (spokes were attached), as RunHub does.
+  void Restart() {
+    const uint16_t port = port_;
+    Stop();
+    LeaseTableOptions options{lease_};
+    options.start_grace = lease_;
+    Serve(options, port);
   }
 
   Volume& volume() { return *volume_; }
-  LeaseTable& leases() { return leases_; }
+  LeaseTable& leases() { return *leases_; }
   auth::IdentityStore& identities() { return *identities_; }
   HubService& service() { return *service_; }
-  std::string url() const { return server_->url(); }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
 
  private:
-  LeaseTable leases_;
+  void Serve(LeaseTableOptions options, uint16_t port) {
+    service_.reset();
+    volume_.reset();
+    leases_ = std::make_unique<LeaseTable>(options);
+    volume_ = NewCoherentVolume(engine_.get(), leases_.get());
+    service_ = std::make_unique<HubService>(volume_.get(), leases_.get(), identities_.get());
+    net::HttpServerOptions http;
+    http.port = port;
+    server_ = *net::HttpServer::Start(http, service_.get());
+    port_ = server_->port();
+  }
+
+  milliseconds lease_;
+  uint16_t port_ = 0;
   std::unique_ptr<Volume> engine_;
-  std::unique_ptr<Volume> volume_;
   std::unique_ptr<auth::IdentityStore> identities_;
+  std::unique_ptr<LeaseTable> leases_;
+  std::unique_ptr<Volume> volume_;
   std::unique_ptr<HubService> service_;
   std::unique_ptr<net::HttpServer> server_;
 };
@@ -199,6 +222,31 @@ TEST_F(FabricTest, HubWriteInvalidatesSpokeCacheBeforeItReturns) {
   EXPECT_GE((*spoke)->Stats().invalidations, 2u);
 }
 
+TEST_F(FabricTest, CreatingParentsRevokesOnlyWhatItCreates) {
+  ASSERT_TRUE(hub_.volume().Mkdir(ctx_, "/data/old").ok());
+  auto spoke = OpenSpoke(hub_.url(), {"/data"});
+  ASSERT_TRUE(spoke.ok());
+  Volume& v = **spoke;
+  ASSERT_TRUE(v.Stat(ctx_, "/data").ok());      // leased under "/"
+  ASSERT_TRUE(v.Stat(ctx_, "/data/old").ok());  // under "/data"
+  ASSERT_EQ(v.ReadDir(ctx_, "/data")->entries.size(), 1u);
+  WriteOptions parents;
+  parents.create_parents = true;
+  ASSERT_TRUE(Put(hub_.volume(), "/data/new/deep/x", "x", parents).ok());
+  // "/data" changed (a new entry) and is seen at once; "/" did not change and stays cached.
+  EXPECT_EQ(v.ReadDir(ctx_, "/data")->entries.size(), 2u);
+  const uint64_t misses = (*spoke)->Stats().metadata_misses;
+  ASSERT_TRUE(v.Stat(ctx_, "/data").ok());
+  EXPECT_EQ((*spoke)->Stats().metadata_misses, misses);
+  EXPECT_EQ(*Get(v, "/data/new/deep/x"), "x");
+  // A path looked below while it was a file is answered afresh once it becomes a directory.
+  ASSERT_TRUE(Put(hub_.volume(), "/data/f", "file").ok());
+  EXPECT_EQ(v.Stat(ctx_, "/data/f/g").status().code(), StatusCode::kNotADirectory);
+  ASSERT_TRUE(hub_.volume().Unlink(ctx_, "/data/f").ok());
+  ASSERT_TRUE(hub_.volume().Mkdir(ctx_, "/data/f").ok());
+  EXPECT_EQ(v.Stat(ctx_, "/data/f/g").status().code(), StatusCode::kNotFound);
+}
+
 TEST_F(FabricTest, WritesAtOneSpokeAreSeenAtAnother) {
   auto a = OpenSpoke(hub_.url(), {"/data"});
   auto b = OpenSpoke(hub_.url(), {"/data:/d"});
@@ -324,6 +372,26 @@ TEST_F(FabricTest, ResidentDirectoriesNeverReachOtherSites) {
   EXPECT_EQ(*Get(**eu_spoke, "/data/eu/scan.dcm"), secret);
   EXPECT_EQ(*Get(**eu_spoke, "/.weft/snapshots/eu1/scan.dcm"), secret);
   EXPECT_EQ((*eu_spoke)->ReadDir(ctx_, "/data")->entries.size(), 2u);
+}
+
+TEST_F(FabricTest, ARestartedHubWaitsOutOldLeasesAndSpokesAttachAgain) {
+  Hub hub(milliseconds(800));
+  ASSERT_TRUE(hub.volume().Mkdir(ctx_, "/data").ok());
+  ASSERT_TRUE(Put(hub.volume(), "/data/x", "one").ok());
+  auto spoke = OpenSpoke(hub.url(), {"/data"});
+  ASSERT_TRUE(spoke.ok());
+  EXPECT_EQ(*Get(**spoke, "/data/x"), "one");
+  const std::string first_id = (*spoke)->hub().spoke_id();
+  hub.Restart();
+  // The new hub does not know the spoke's lease; its first write waits until it must be over.
+  auto start = std::chrono::steady_clock::now();
+  ASSERT_TRUE(Put(hub.volume(), "/data/x", "two").ok());
+  EXPECT_GE(std::chrono::steady_clock::now() - start, milliseconds(600));
+  EXPECT_EQ(*Get(**spoke, "/data/x"), "two");
+  // The spoke attached again under a new id, transparently, and is coherent again.
+  EXPECT_NE((*spoke)->hub().spoke_id(), first_id);
+  ASSERT_TRUE(Put(hub.volume(), "/data/x", "three").ok());
+  EXPECT_EQ(*Get(**spoke, "/data/x"), "three");
 }
 
 TEST_F(FabricTest, StaleOkServesExpiredMetadataWhenTheHubIsGoneAndSaysSo) {

@@ -120,52 +120,103 @@ Result<net::HttpResponse> HubClient::Send(const std::string& op, const std::stri
 
 Result<std::chrono::milliseconds> HubClient::Attach(const AttachRequest& request) {
   json args = {{"site", request.site}, {"tags", request.tags}, {"portals", request.portals}};
-  WEFT_ASSIGN_OR_RETURN(json reply, Call("attach", args));
+  WEFT_ASSIGN_OR_RETURN(net::HttpResponse r, Send("attach", "application/json", args.dump()));
+  WEFT_ASSIGN_OR_RETURN(json reply, ParseJson(r.body));
+  if (reply.contains("error")) return StatusFromJson(reply.at("error"));
+  if (!reply.contains("spoke") || !reply.contains("lease_ms")) {
+    return Internal("hub answered attach without a spoke id");
+  }
+  std::lock_guard lock(id_mu_);
   spoke_id_ = reply.at("spoke").get<std::string>();
+  attached_ = request;
   return std::chrono::milliseconds(reply.at("lease_ms").get<int64_t>());
 }
 
-Result<json> HubClient::Call(const std::string& op, json args, json* error_body) {
-  if (op != "attach") args["spoke"] = spoke_id_;
-  WEFT_ASSIGN_OR_RETURN(net::HttpResponse r, Send(op, "application/json", args.dump()));
-  WEFT_ASSIGN_OR_RETURN(json reply, ParseJson(r.body));
-  if (reply.contains("error")) {
-    if (error_body != nullptr) *error_body = reply;
-    return StatusFromJson(reply.at("error"));
-  }
-  if (r.status != 200) return Internal("hub answered HTTP " + std::to_string(r.status));
-  return reply;
+void HubClient::SetForgottenHandler(std::function<void()> on_forgotten) {
+  std::lock_guard lock(id_mu_);
+  on_forgotten_ = std::move(on_forgotten);
 }
+
+std::string HubClient::spoke_id() const {
+  std::lock_guard lock(id_mu_);
+  return spoke_id_;
+}
+
+Status HubClient::Reattach(const std::string& forgotten_id) {
+  std::lock_guard once(reattach_mu_);
+  std::optional<AttachRequest> request;
+  std::function<void()> on_forgotten;
+  {
+    std::lock_guard lock(id_mu_);
+    if (spoke_id_ != forgotten_id) return OkStatus();  // another call already did it
+    request = attached_;
+    on_forgotten = on_forgotten_;
+  }
+  if (!request) return FailedPrecondition("UnknownSpoke: this spoke never attached");
+  if (on_forgotten) on_forgotten();
+  return Attach(*request).status();
+}
+
+template <typename Fn>
+auto HubClient::WithSpokeId(Fn&& send) -> decltype(send(std::string())) {
+  std::string id = spoke_id();
+  auto result = send(id);
+  if (result.ok() || !result.status().message().starts_with("UnknownSpoke")) return result;
+  WEFT_RETURN_IF_ERROR(Reattach(id));
+  return send(spoke_id());
+}
+
+Result<json> HubClient::Call(const std::string& op, json args, json* error_body) {
+  return WithSpokeId([&](const std::string& id) -> Result<json> {
+    args["spoke"] = id;
+    WEFT_ASSIGN_OR_RETURN(net::HttpResponse r, Send(op, "application/json", args.dump()));
+    WEFT_ASSIGN_OR_RETURN(json reply, ParseJson(r.body));
+    if (reply.contains("error")) {
+      if (error_body != nullptr) *error_body = reply;
+      return StatusFromJson(reply.at("error"));
+    }
+    if (r.status != 200) return Internal("hub answered HTTP " + std::to_string(r.status));
+    return reply;
+  });
+}
+
+namespace {
+
+// A non-JSON answer: the bytes, or the error the hub sent as JSON.
+Result<std::string> BinaryAnswer(net::HttpResponse r) {
+  if (r.status == 200) return std::move(r.body);
+  auto reply = ParseJson(r.body);
+  if (reply.ok() && reply->contains("error")) return StatusFromJson(reply->at("error"));
+  return Internal("hub answered HTTP " + std::to_string(r.status));
+}
+
+}  // namespace
 
 Result<std::string> HubClient::CallFramed(const std::string& op, json header,
                                           std::string_view payload) {
-  header["spoke"] = spoke_id_;
-  std::string head = header.dump();
-  std::string body;
-  body.reserve(4 + head.size() + payload.size());
-  PutBigEndian32(&body, static_cast<uint32_t>(head.size()));
-  body += head;
-  body += payload;
-  WEFT_ASSIGN_OR_RETURN(net::HttpResponse r, Send(op, "application/octet-stream", std::move(body)));
-  if (r.status != 200) {
-    auto reply = ParseJson(r.body);
-    if (reply.ok() && reply->contains("error")) return StatusFromJson(reply->at("error"));
-    return Internal("hub answered HTTP " + std::to_string(r.status));
-  }
-  return std::move(r.body);
+  return WithSpokeId([&](const std::string& id) -> Result<std::string> {
+    header["spoke"] = id;
+    std::string head = header.dump();
+    std::string body;
+    body.reserve(4 + head.size() + payload.size());
+    PutBigEndian32(&body, static_cast<uint32_t>(head.size()));
+    body += head;
+    body += payload;
+    WEFT_ASSIGN_OR_RETURN(net::HttpResponse r,
+                          Send(op, "application/octet-stream", std::move(body)));
+    return BinaryAnswer(std::move(r));
+  });
 }
 
 Result<std::string> HubClient::CallBinary(const std::string& op, json args) {
-  args["spoke"] = spoke_id_;
-  WEFT_ASSIGN_OR_RETURN(net::HttpResponse r, Send(op, "application/json", args.dump()));
-  if (r.status != 200) {
-    auto reply = ParseJson(r.body);
-    if (reply.ok() && reply->contains("error")) return StatusFromJson(reply->at("error"));
-    return Internal("hub answered HTTP " + std::to_string(r.status));
-  }
-  std::lock_guard lock(mu_);
-  bytes_received_ += r.body.size();
-  return std::move(r.body);
+  return WithSpokeId([&](const std::string& id) -> Result<std::string> {
+    args["spoke"] = id;
+    WEFT_ASSIGN_OR_RETURN(net::HttpResponse r, Send(op, "application/json", args.dump()));
+    WEFT_ASSIGN_OR_RETURN(std::string bytes, BinaryAnswer(std::move(r)));
+    std::lock_guard lock(mu_);
+    bytes_received_ += bytes.size();
+    return bytes;
+  });
 }
 
 uint64_t HubClient::bytes_received() const {

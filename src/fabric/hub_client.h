@@ -7,8 +7,10 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,9 +39,13 @@ class HubClient {
  public:
   static Result<std::unique_ptr<HubClient>> Open(const HubClientOptions& options);
 
-  // Registers this spoke; later calls carry the id. Returns the hub's lease length.
+  // Registers this spoke; later calls carry the id. Returns the hub's lease length. When the
+  // hub later answers that it does not know the id (it restarted), a call attaches again with
+  // the same request and is retried once; `on_forgotten` runs first, before any call can
+  // carry the new id (a spoke drops its whole cache there: the hub forgot its leases).
   Result<std::chrono::milliseconds> Attach(const AttachRequest& request);
-  const std::string& spoke_id() const { return spoke_id_; }
+  void SetForgottenHandler(std::function<void()> on_forgotten);
+  std::string spoke_id() const;
 
   // A JSON call to /_weft/fabric/v1/<op>; the spoke id is added. A hub error comes back as
   // its Status, with the answer's JSON (a NotFound lookup carries a lease) in *error_body.
@@ -61,9 +67,17 @@ class HubClient {
   Result<std::string> Token(net::HttpClient& client, bool renew);
   Result<net::HttpResponse> Send(const std::string& op, const std::string& content_type,
                                  std::string body);
+  // Sends with the current spoke id; on UnknownSpoke attaches again and retries once.
+  template <typename Fn>
+  auto WithSpokeId(Fn&& send) -> decltype(send(std::string()));
+  Status Reattach(const std::string& forgotten_id);
 
   const HubClientOptions options_;
-  std::string spoke_id_;
+  mutable std::mutex id_mu_;
+  std::string spoke_id_;                   // GUARDED_BY(id_mu_)
+  std::optional<AttachRequest> attached_;  // GUARDED_BY(id_mu_)
+  std::function<void()> on_forgotten_;     // GUARDED_BY(id_mu_)
+  std::mutex reattach_mu_;                 // one re-attach at a time
   mutable std::mutex mu_;
   std::condition_variable released_;
   std::vector<std::unique_ptr<net::HttpClient>> idle_;    // GUARDED_BY(mu_)

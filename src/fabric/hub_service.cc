@@ -272,7 +272,7 @@ Status HubService::Attach(Call& call) {
     std::lock_guard lock(mu_);
     spokes_[rec.id] = rec;
   }
-  if (options_.on_attach) options_.on_attach();
+  if (options_.on_attach) WEFT_RETURN_IF_ERROR(options_.on_attach());
   call.reply = {
       {"spoke", rec.id}, {"lease_ms", leases_->lease_length().count()}, {"user", rec.user}};
   return OkStatus();
@@ -281,6 +281,7 @@ Status HubService::Attach(Call& call) {
 Status HubService::Events(Call& call) {
   const std::string spoke = call.args.at("spoke").get<std::string>();
   uint64_t ack = call.args.value("ack", uint64_t{0});
+  if (call.args.value("ack_spoke", spoke) != spoke) ack = 0;  // counted under a forgotten id
   auto wait = std::min(std::chrono::milliseconds(call.args.value("wait_ms", int64_t{0})),
                        options_.max_poll_wait);
   json list = json::array();

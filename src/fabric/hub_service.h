@@ -56,8 +56,9 @@ struct HubServiceOptions {
   std::chrono::seconds upload_idle{600};
   // Longest a poll waits for an invalidation before answering empty.
   std::chrono::milliseconds max_poll_wait{20'000};
-  // Called after each successful attach (the hub records that spokes exist).
-  std::function<void()> on_attach;
+  // Called before each attach succeeds (the hub records that spokes exist); an error refuses
+  // the attach.
+  std::function<Status()> on_attach;
 };
 
 class HubService : public net::HttpHandler {

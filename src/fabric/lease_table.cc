@@ -53,6 +53,7 @@ LeaseState::Begun LeaseState::BeginRevoke(const Affected& affected, SteadyTime n
 
   // Holders and the latest expiry of what each holds among the affected directories. Leases
   // stay in the table until the revocation completes, so an overlapping one waits for them too.
+  std::map<std::string, std::vector<std::string>> held;  // spoke -> affected directories it leases
   for (const auto& [dir, by_spoke] : leases_) {
     if (!Matches(dir, affected)) continue;
     r.matched.push_back(dir);
@@ -60,6 +61,7 @@ LeaseState::Begun LeaseState::BeginRevoke(const Affected& affected, SteadyTime n
       if (expiry <= now) continue;
       SteadyTime& latest = r.holders[spoke];
       latest = std::max(latest, expiry);
+      held[spoke].push_back(dir);
     }
   }
   if (r.holders.empty()) {
@@ -70,8 +72,11 @@ LeaseState::Begun LeaseState::BeginRevoke(const Affected& affected, SteadyTime n
   begun.invalidation = Invalidation{r.seq,
                                     {affected.dirs.begin(), affected.dirs.end()},
                                     {affected.subtrees.begin(), affected.subtrees.end()}};
+  // Each holder hears only about the directories it leases (any grant on one below a revoked
+  // subtree is among them): a spoke never learns names it could not read, such as those of a
+  // directory resident at other sites.
   for (const auto& [spoke, expiry] : r.holders) {
-    spokes_[spoke].queue.push_back(begun.invalidation);
+    spokes_[spoke].queue.push_back(Invalidation{r.seq, held[spoke], {}});
     begun.holders.push_back(spoke);
   }
   return begun;

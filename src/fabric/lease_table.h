@@ -83,8 +83,10 @@ class LeaseState {
       std::chrono::milliseconds at_most = std::chrono::milliseconds::max());
 
   struct Begun {
-    uint64_t id = 0;                   // names the revocation to Complete, Deadline and EndRevoke
-    Invalidation invalidation;         // seq 0 when nobody held a lease: nothing to send
+    uint64_t id = 0;  // names the revocation to Complete, Deadline and EndRevoke
+    // The whole revocation (for traces); each holder is sent only the directories it leases.
+    // seq 0 when nobody held a lease: nothing to send.
+    Invalidation invalidation;
     std::vector<std::string> holders;  // the spokes it was queued for, to be woken
   };
   // Stops grants on the affected directories and queues the invalidation for every spoke that

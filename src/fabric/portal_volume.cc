@@ -153,6 +153,8 @@ class PortalVolumeImpl final : public PortalVolume {
   Status Start() {
     AttachRequest req{options_.site, options_.tags, {}};
     for (const Portal& p : options_.portals) req.portals.push_back(p.hub_path);
+    // A hub that forgot this spoke (it restarted) forgot its leases: nothing cached is safe.
+    hub_->SetForgottenHandler([this] { cache_.Clear(); });
     WEFT_ASSIGN_OR_RETURN(lease_, hub_->Attach(req));
     poller_ = std::thread([this] { PollLoop(); });
     return OkStatus();
@@ -357,21 +359,19 @@ class PortalVolumeImpl final : public PortalVolume {
 
   void PollLoop() {
     uint64_t acked = 0;
+    std::string id = hub_->spoke_id();
     while (!stop_) {
-      json args = {{"ack", acked}, {"wait_ms", options_.poll_wait.count()}};
+      // "ack_spoke": the id the ack counts under; a poll re-sent under a new id after the hub
+      // restarted must not acknowledge the new id's invalidations with the old count.
+      json args = {{"ack", acked}, {"ack_spoke", id}, {"wait_ms", options_.poll_wait.count()}};
       Result<json> reply = hub_->Call("events", args);
+      if (hub_->spoke_id() != id) {  // attached afresh: a new sequence of invalidations
+        id = hub_->spoke_id();
+        acked = 0;
+      }
       if (!reply.ok()) {
-        if (reply.status().message().starts_with("UnknownSpoke")) {
-          // The hub restarted and forgot this spoke's leases: nothing cached is safe.
-          cache_.Clear();
-          acked = 0;
-          AttachRequest req{options_.site, options_.tags, {}};
-          for (const Portal& p : options_.portals) req.portals.push_back(p.hub_path);
-          (void)hub_->Attach(req);
-        } else {
-          // Unreachable: leases run out on their own; try again shortly.
-          std::this_thread::sleep_for(std::chrono::milliseconds(200));
-        }
+        // Unreachable: leases run out on their own; try again shortly.
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
         continue;
       }
       for (const json& inv : reply->at("invalidations")) {

@@ -5,6 +5,8 @@
 #include <sys/stat.h>
 
 #include <cstdlib>
+#include <memory>
+#include <mutex>
 
 #include "auth/identity_store.h"
 #include "chunk/caching_chunk_store.h"
@@ -142,9 +144,18 @@ void ServeUntilSignal(const sigset_t& signals, net::HttpServer& server,
   std::fprintf(out, "weft: stopped\n");
 }
 
-// Present once any spoke has attached to the hub in this data directory. After a restart the
-// hub then holds mutations for one lease length: spokes may still hold leases from before.
+// Present once any spoke has attached to the hub in this data directory; holds the longest
+// lease (ms) ever granted. After a restart the hub holds mutations that long: spokes may
+// still hold leases from before, which it no longer knows.
 constexpr const char* kSpokesSeenFile = "/fabric-spokes-seen";
+
+std::chrono::milliseconds LongestLeaseGranted(FileSystem* fs, const std::string& path) {
+  Result<std::string> text = ReadFileToString(fs, path);
+  if (!text.ok()) return std::chrono::milliseconds(0);
+  int64_t ms = std::atoll(text->c_str());
+  // Unreadable content: assume the longest lease allowed, the safe side.
+  return std::chrono::milliseconds(ms > 0 ? ms : 600'000);
+}
 
 }  // namespace
 
@@ -167,12 +178,25 @@ Status RunHub(const HubOptions& options, FILE* out) {
   fabric::LeaseTableOptions lease_options;
   lease_options.lease = options.lease;
   const std::string spokes_seen = options.data_dir + kSpokesSeenFile;
-  if (fs->Exists(spokes_seen)) lease_options.start_grace = options.lease;
+  const auto longest = LongestLeaseGranted(fs, spokes_seen);
+  if (fs->Exists(spokes_seen)) lease_options.start_grace = std::max(options.lease, longest);
   fabric::LeaseTable leases(lease_options);
   std::unique_ptr<Volume> volume = fabric::NewCoherentVolume(engine.get(), &leases);
   fabric::HubServiceOptions fabric_options;
-  fabric_options.on_attach = [fs, spokes_seen] {
-    if (!fs->Exists(spokes_seen)) (void)WriteFileAtomically(fs, spokes_seen, "1\n");
+  // Recorded before a spoke gets its first lease; if it cannot be, the spoke is refused.
+  struct Recorded {
+    std::mutex mu;
+    std::chrono::milliseconds lease;
+  };
+  auto recorded = std::make_shared<Recorded>();
+  recorded->lease = longest;
+  fabric_options.on_attach = [fs, spokes_seen, lease = options.lease, recorded]() -> Status {
+    std::lock_guard lock(recorded->mu);
+    if (recorded->lease >= lease) return OkStatus();
+    WEFT_RETURN_IF_ERROR(WriteFileAtomically(fs, spokes_seen, std::to_string(lease.count()) + "\n")
+                             .WithContext("recording that spokes attached"));
+    recorded->lease = lease;
+    return OkStatus();
   };
 
   s3::S3Options s3_options;

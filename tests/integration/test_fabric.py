@@ -217,6 +217,28 @@ class LinkLossTest(FabricTestCase):
         self.assertEqual(self.get(s3_c, "k"), b"before")
         acked = {"k": b"before"}
 
+        # A writer at spoke A keeps writing 256 KiB objects while the link is cut under it.
+        stop_writing = threading.Event()
+        writer_acked = {}
+
+        def keep_writing():
+            s3 = self.client(self.spoke_a.url, SPOKE_ACCESS, SPOKE_SECRET)
+            i = 0
+            while not stop_writing.is_set():
+                body = os.urandom(256 * 1024)
+                try:
+                    s3.put_object(Bucket="data", Key=f"stream/{i}", Body=body)
+                    writer_acked[f"stream/{i}"] = body
+                except (ClientError, EndpointConnectionError):
+                    pass
+                i += 1
+
+        writer = threading.Thread(target=keep_writing)
+        writer.start()
+        time.sleep(0.5)
+        # (The writer's first object created data/stream/, a change to data/ that dropped what
+        # spoke C had cached there; C reads k again so it has something to be stale about.)
+        self.assertEqual(self.get(s3_c, "k"), b"before")
         self.wan.link(up=False)
         # The hub's write waits for spoke A's lease to run out (A cannot acknowledge), then
         # commits: it is not blocked for longer than a lease.
@@ -252,11 +274,78 @@ class LinkLossTest(FabricTestCase):
                 time.sleep(0.2)
         self.assertEqual(value, b"after")
         self.s3_a.put_object(Bucket="data", Key="k2", Body=b"recovered")
+        time.sleep(0.5)
+        stop_writing.set()
+        writer.join()
+        self.assertGreater(len(writer_acked), 2)
+        acked.update(writer_acked)
         acked["k2"] = b"recovered"
         acked["k"] = b"after"
         # Nothing acknowledged is lost: every acknowledged write is at the hub.
         for key, body in acked.items():
             self.assertEqual(self.get(self.s3_hub, key), body, key)
+
+
+class ResidencyTest(FabricTestCase):
+    def rest(self, method, path, body=None):
+        import json
+        import urllib.request
+        api = self.hub.url + "/_weft/api/v1/"
+        req = urllib.request.Request(api + "tokens", method="POST", data=json.dumps(
+            {"access_key_id": ROOT_ACCESS, "secret_access_key": ROOT_SECRET}).encode())
+        with urllib.request.urlopen(req) as r:
+            token = json.load(r)["token"]
+        req = urllib.request.Request(api + path, method=method,
+                                     data=json.dumps(body).encode() if body is not None else None,
+                                     headers={"Authorization": "Bearer " + token})
+        with urllib.request.urlopen(req) as r:
+            return json.load(r)
+
+    def test_resident_bytes_never_cross_to_an_untagged_site(self):
+        secret = os.urandom(256 * 1024)
+        public = os.urandom(64 * 1024)
+        # The admin makes the directory resident before data goes in.
+        self.s3_hub.put_object(Bucket="data", Key="eu-medical/README", Body=b"EU only")
+        self.assertEqual(self.rest("PUT", "namespace/residency?path=/data/eu-medical",
+                                   {"tags": ["eu"]})["tags"], ["eu"])
+        self.s3_hub.put_object(Bucket="data", Key="eu-medical/scan-0001.dcm", Body=secret)
+        self.s3_hub.put_object(Bucket="data", Key="open/readme.bin", Body=public)
+        self.assertEqual(self.rest("GET", "namespace/residency?path=/data/eu-medical")["tags"],
+                         ["eu"])
+
+        # The untagged spokes (A behind the WAN, B chained to A) are refused, and do not even
+        # see the name in listings.
+        for s3 in (self.s3_a, self.s3_b):
+            with self.assertRaises(ClientError) as cm:
+                self.get(s3, "eu-medical/scan-0001.dcm")
+            self.assertEqual(cm.exception.response["Error"]["Code"], "AccessDenied")
+            with self.assertRaises(ClientError) as cm:
+                s3.put_object(Bucket="data", Key="eu-medical/new.dcm", Body=b"x")
+            self.assertEqual(cm.exception.response["Error"]["Code"], "AccessDenied")
+            keys = [o["Key"] for o in s3.list_objects_v2(Bucket="data").get("Contents", [])]
+            self.assertEqual(keys, ["open/readme.bin"])
+        self.assertEqual(self.get(self.s3_a, "open/readme.bin"), public)
+
+        # A site tagged "eu" reads it.
+        eu = self.start(Spoke(self.bin, self.hub.url, os.path.join(self.tmp, "eu"), "site-eu",
+                              ["/data"], (ROOT_ACCESS, ROOT_SECRET), tags=("eu",)))
+        self.assertEqual(self.get(self.client(eu.url, SPOKE_ACCESS, SPOKE_SECRET),
+                                  "eu-medical/scan-0001.dcm"), secret)
+
+        # What crossed the WAN towards spoke A: the public bytes did (the capture works),
+        # no 4 KiB window of the resident file did, nor any name inside it; the directory's
+        # own name only in the refusals of requests that named it, never in an invalidation.
+        self.spoke_b.stop()
+        self.spoke_a.stop()
+        self.wan.stop()
+        with open(os.path.join(self.tmp, "capture", "downstream.bin"), "rb") as f:
+            crossed = f.read()
+        self.assertIn(public[:4096], crossed)
+        for off in range(0, len(secret), 4096):
+            self.assertNotIn(secret[off:off + 4096], crossed, f"resident bytes at {off} crossed")
+        self.assertNotIn(b"scan-0001", crossed)
+        self.assertNotIn(b"README", crossed)
+        self.assertNotIn(b'"/data/eu-medical"', crossed)
 
 
 if __name__ == "__main__":

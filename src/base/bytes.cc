@@ -1,6 +1,9 @@
 #include "base/bytes.h"
 
 #include <cstdio>
+#include <cstdlib>
+
+#include "base/ascii.h"
 
 namespace weft {
 
@@ -124,6 +127,33 @@ bool ByteReader::GetLengthPrefixed(std::string_view* v) {
   uint64_t n = 0;
   if (!GetVarint64(&n) || n > remaining()) return false;
   return GetBytes(static_cast<size_t>(n), v);
+}
+
+std::optional<uint64_t> ParseByteSize(std::string_view text) {
+  size_t digits = 0;
+  bool dot = false;
+  while (digits < text.size() &&
+         ((text[digits] >= '0' && text[digits] <= '9') || (text[digits] == '.' && !dot))) {
+    dot |= text[digits] == '.';
+    ++digits;
+  }
+  if (digits == 0 || text.substr(0, digits) == ".") return std::nullopt;
+  std::string_view unit = text.substr(digits);
+  int shift = 0;
+  if (!unit.empty()) {
+    const std::string_view units = "KMGT";
+    size_t at = units.find(static_cast<char>(unit[0] & ~0x20));  // upper case
+    if (at == std::string_view::npos) return std::nullopt;
+    shift = 10 * static_cast<int>(at + 1);
+    unit.remove_prefix(1);
+    if (!unit.empty() && !EqualsIgnoreCase(unit, "b") && !EqualsIgnoreCase(unit, "ib")) {
+      return std::nullopt;
+    }
+  }
+  double value = std::strtod(std::string(text.substr(0, digits)).c_str(), nullptr);
+  double bytes = value * static_cast<double>(uint64_t{1} << shift);
+  if (bytes >= 18e18) return std::nullopt;
+  return static_cast<uint64_t>(bytes);
 }
 
 std::string HumanBytes(uint64_t bytes) {

@@ -68,6 +68,9 @@ class ByteReader {
 
 // "1.5 GiB" style.
 std::string HumanBytes(uint64_t bytes);
+// "512", "64K", "1.5G", "2TiB" (binary multiples; K/M/G/T with optional "iB" or "B") -> bytes.
+// nullopt for anything else, negative values or overflow.
+std::optional<uint64_t> ParseByteSize(std::string_view text);
 
 // Whether JSON `text` nests arrays and objects at most `max_depth` deep (strings skipped), so
 // a hostile body cannot drive a recursive parser off the stack. Does not validate the JSON.

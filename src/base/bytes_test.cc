@@ -43,6 +43,17 @@ TEST(BytesTest, HumanBytes) {
   EXPECT_EQ(HumanBytes(1536), "1.5 KiB");
 }
 
+TEST(BytesTest, ParseByteSize) {
+  EXPECT_EQ(ParseByteSize("512"), 512u);
+  EXPECT_EQ(ParseByteSize("64K"), 64u << 10);
+  EXPECT_EQ(ParseByteSize("1.5G"), 3ull << 29);
+  EXPECT_EQ(ParseByteSize("2TiB"), 2ull << 40);
+  EXPECT_EQ(ParseByteSize("10mb"), 10u << 20);
+  for (const char* bad : {"", "G", "-1", "1X", "1GG", "1.2.3", ".", "99999999999T"}) {
+    EXPECT_FALSE(ParseByteSize(bad).has_value()) << bad;
+  }
+}
+
 TEST(BytesTest, SignedVarint) {
   std::string out;
   for (int64_t v : {int64_t{0}, int64_t{-1}, int64_t{1'700'000'000'000'000'000}, INT64_MIN}) {

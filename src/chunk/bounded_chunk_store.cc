@@ -33,6 +33,10 @@ void BoundedChunkStore::Release(const ChunkId& id) {
   if (--it->second == 0) holds_.erase(it);
 }
 
+void BoundedChunkStore::Trim() {
+  if (base_->Stats().raw_bytes > capacity_) MaybeEvict();
+}
+
 BoundedChunkStoreStats BoundedChunkStore::bounded_stats() const {
   std::lock_guard lock(mu_);
   return stats_;

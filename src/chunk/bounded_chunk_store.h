@@ -54,6 +54,9 @@ class BoundedChunkStore final : public ChunkStore {
   // Releasing a chunk that is not held does nothing.
   void Hold(const ChunkId& id);
   void Release(const ChunkId& id);
+  // Evicts down to the low-water mark if the store is over capacity (after releases: held
+  // chunks may have kept it above).
+  void Trim();
 
   BoundedChunkStoreStats bounded_stats() const;
   // The ids the LRU holds, most recently used first.

@@ -160,6 +160,20 @@ TEST_P(BoundedChunkStoreTest, HeldChunksAloneOverCapacityEvictEverythingElse) {
   ExpectConsistent(bounded);
 }
 
+TEST_P(BoundedChunkStoreTest, TrimAfterReleaseComesBackWithinCapacity) {
+  BoundedChunkStore bounded(base_, 3 * kChunk);
+  for (int i = 0; i < 6; ++i) bounded.Hold(IdOf(i));
+  for (int i = 0; i < 6; ++i) PutChunk(&bounded, i);
+  EXPECT_EQ(bounded.Stats().raw_bytes, 6 * kChunk);
+  bounded.Trim();  // everything is held: nothing to do
+  EXPECT_EQ(bounded.Stats().raw_bytes, 6 * kChunk);
+  for (int i = 0; i < 6; ++i) bounded.Release(IdOf(i));
+  bounded.Trim();
+  EXPECT_LE(bounded.Stats().raw_bytes, 3 * kChunk);
+  EXPECT_TRUE(Present(&bounded, 5));  // the most recent stay
+  ExpectConsistent(bounded);
+}
+
 TEST_P(BoundedChunkStoreTest, ChunksPresentBeforeAreEvictedFirst) {
   for (int i = 0; i < 5; ++i) PutChunk(base_.get(), 100 + i);  // unknown to the LRU
   BoundedChunkStore bounded(base_, 10 * kChunk);

@@ -2,8 +2,10 @@
 
 #include <CLI/CLI.hpp>
 #include <exception>
+#include <optional>
 #include <string>
 
+#include "base/bytes.h"
 #include "cli/admin.h"
 #include "server/hub.h"
 
@@ -386,6 +388,11 @@ int RunWeft(int argc, char** argv, const VolumeOpener& opener, int in_fd, FILE* 
         ->required();
     spoke_cmd->add_option("--cache", spoke.cache_dir, "Directory for cached chunks and identities")
         ->capture_default_str();
+    std::string cache_size = "64G";
+    spoke_cmd
+        ->add_option("--cache-size", cache_size,
+                     "Chunk bytes to keep in --cache (K/M/G/T); least recently used go first")
+        ->capture_default_str();
     spoke_cmd->add_option("--site", spoke.site, "This site's name, as the hub lists it")
         ->required();
     spoke_cmd->add_option("--tags", spoke.tags, "Site tags for residency rules (comma-separated)")
@@ -415,6 +422,12 @@ int RunWeft(int argc, char** argv, const VolumeOpener& opener, int in_fd, FILE* 
     spoke_cmd->callback([&] {
       action = [&](CommandEnv& env) {
         spoke.hub_timeout = std::chrono::milliseconds(hub_timeout_ms);
+        std::optional<uint64_t> bytes = ParseByteSize(cache_size);
+        if (!bytes || *bytes == 0) {
+          return env.Fail("spoke", InvalidArgument("--cache-size must be a size like 500G, not '" +
+                                                   cache_size + "'"));
+        }
+        spoke.cache_bytes = *bytes;
         Status served = server::RunSpoke(spoke, env.out());
         return served.ok() ? kExitOk : env.Fail("spoke", served);
       };

@@ -187,6 +187,26 @@ TEST_F(FabricTest, WriteAtSpokeIsDurableAtHubBeforeItReturns) {
   EXPECT_EQ(*Get(hub_.volume(), "/data/ckpt/step1"), data);
 }
 
+TEST_F(FabricTest, TheSpokeKeepsItsChunksWithinTheCacheLimit) {
+  const std::string data = RandomBytes(3'000'000, 12);
+  ASSERT_TRUE(Put(hub_.volume(), "/data/big", data).ok());
+  auto store = std::shared_ptr<ChunkStore>(NewMemChunkStore());
+  PortalVolumeOptions small;
+  small.cache_bytes = 1 << 20;
+  small.inline_commit_bytes = 64 << 10;  // the write below uploads in batches first
+  auto spoke = OpenSpoke(hub_.url(), {"/data"}, store, small);
+  ASSERT_TRUE(spoke.ok());
+  EXPECT_EQ(*Get(**spoke, "/data/big"), data);  // read in pieces as they are evicted
+  EXPECT_LE(store->Stats().raw_bytes, 1u << 20);
+  EXPECT_GT((*spoke)->Stats().evictions, 0u);
+  // A write larger than the cache: its chunks stay until the hub has them.
+  const std::string ckpt = RandomBytes(2'500'000, 13);
+  ASSERT_TRUE(Put(**spoke, "/data/ckpt", ckpt).ok());
+  EXPECT_EQ(*Get(hub_.volume(), "/data/ckpt"), ckpt);
+  EXPECT_LE(store->Stats().raw_bytes, 1u << 20);  // and may go once committed
+  EXPECT_EQ(*Get(**spoke, "/data/ckpt"), ckpt);
+}
+
 TEST_F(FabricTest, LargeWritesUploadInBatchesThenCommit) {
   PortalVolumeOptions options;
   options.inline_commit_bytes = 64 << 10;

@@ -14,6 +14,7 @@
 #include <unordered_set>
 
 #include "base/bytes.h"
+#include "chunk/bounded_chunk_store.h"
 #include "fabric/coherent_volume.h"
 #include "fabric/meta_cache.h"
 #include "vfs/path.h"
@@ -108,7 +109,7 @@ class PortalFileWriter final : public FileWriter {
   Status AppendFrom(FileReader& source) override;
   Status AppendChunk(const ChunkRef& chunk, std::optional<ByteSpan> data) override;
   Result<FileInfo> Commit() override;
-  void Abort() override { done_ = true; }
+  void Abort() override;
   uint64_t bytes_written() const override { return size_; }
 
  private:
@@ -130,6 +131,7 @@ class PortalFileWriter final : public FileWriter {
   std::unique_ptr<StreamSplitter> splitter_;
   Md5Hasher md5_;
   std::vector<ChunkRef> chunks_;
+  std::vector<ChunkId> held_;  // stored here, kept from eviction until the commit is done
   uint64_t size_ = 0;
   bool done_ = false;
 };
@@ -138,7 +140,13 @@ class PortalVolumeImpl final : public PortalVolume {
  public:
   PortalVolumeImpl(std::unique_ptr<HubClient> hub, std::shared_ptr<ChunkStore> chunks,
                    PortalVolumeOptions options)
-      : hub_(std::move(hub)), chunks_(std::move(chunks)), options_(std::move(options)) {
+      : hub_(std::move(hub)), options_(std::move(options)) {
+    if (options_.cache_bytes > 0) {
+      bounded_ = std::make_shared<BoundedChunkStore>(std::move(chunks), options_.cache_bytes);
+      chunks_ = bounded_;
+    } else {
+      chunks_ = std::move(chunks);
+    }
     // Longest local path first: the most specific portal wins.
     std::sort(
         options_.portals.begin(), options_.portals.end(),
@@ -175,11 +183,25 @@ class PortalVolumeImpl final : public PortalVolume {
     s.bytes_uploaded = bytes_uploaded_;
     s.invalidations = invalidations_;
     s.stale_answers = stale_answers_;
+    if (bounded_) {
+      BoundedChunkStoreStats b = bounded_->bounded_stats();
+      s.evictions = b.evictions;
+      s.evicted_bytes = b.evicted_bytes;
+    }
     return s;
   }
   const HubClient& hub() const override { return *hub_; }
   HubClient& hub_client() { return *hub_; }
   ChunkStore& chunk_store() { return *chunks_; }
+  // Chunks a writer stored that the hub may lack must stay until its commit is done.
+  void HoldChunk(const ChunkId& id) {
+    if (bounded_) bounded_->Hold(id);
+  }
+  void ReleaseChunks(const std::vector<ChunkId>& ids) {
+    if (!bounded_ || ids.empty()) return;
+    for (const ChunkId& id : ids) bounded_->Release(id);
+    bounded_->Trim();
+  }
   const PortalVolumeOptions& options() const { return options_; }
 
   // --- path mapping ---
@@ -804,8 +826,9 @@ class PortalVolumeImpl final : public PortalVolume {
   }
 
   std::unique_ptr<HubClient> hub_;
-  std::shared_ptr<ChunkStore> chunks_;
   PortalVolumeOptions options_;
+  std::shared_ptr<BoundedChunkStore> bounded_;  // null without a cache limit
+  std::shared_ptr<ChunkStore> chunks_;          // bounded_ or the store given
   std::chrono::milliseconds lease_{0};
 
   MetaCache cache_;
@@ -899,8 +922,16 @@ std::unique_ptr<StreamSplitter> PortalFileWriter::NewSplitter() {
   return std::make_unique<StreamSplitter>(volume_->options().chunker, [this](ByteSpan chunk) {
     ChunkId id = ChunkId::Of(chunk);
     chunks_.push_back({id, static_cast<uint32_t>(chunk.size())});
+    volume_->HoldChunk(id);
+    held_.push_back(id);
     return volume_->chunk_store().Put(id, chunk).status();
   });
+}
+
+void PortalFileWriter::Abort() {
+  done_ = true;
+  volume_->ReleaseChunks(held_);
+  held_.clear();
 }
 
 Status PortalFileWriter::Write(ByteSpan data) {
@@ -949,6 +980,8 @@ Status PortalFileWriter::AppendChunk(const ChunkRef& chunk, std::optional<ByteSp
       return Fail(InvalidArgument(local_path_ + ": chunk " + chunk.id.ShortHex() +
                                   " does not match its bytes"));
     }
+    volume_->HoldChunk(chunk.id);
+    held_.push_back(chunk.id);
     WEFT_RETURN_IF_ERROR(Fail(volume_->chunk_store().Put(chunk.id, *data).status()));
   }
   chunks_.push_back(chunk);
@@ -960,6 +993,14 @@ Result<FileInfo> PortalFileWriter::Commit() {
   WEFT_RETURN_IF_ERROR(Check());
   WEFT_RETURN_IF_ERROR(Fail(splitter_->Finish()));
   done_ = true;
+  // The chunks may be evicted once the hub has them (or the commit failed for good).
+  struct Unhold {
+    PortalFileWriter* w;
+    ~Unhold() {
+      w->volume_->ReleaseChunks(w->held_);
+      w->held_.clear();
+    }
+  } unhold{this};
   std::string etag;
   if (opts_.etag) {
     etag = *opts_.etag;

@@ -50,6 +50,9 @@ struct PortalVolumeOptions {
   uint64_t readahead_bytes = 16 << 20;
   // Chunk bytes per fetch or upload request; requests run on the client's connections.
   uint64_t batch_bytes = 4 << 20;
+  // Chunk bytes the spoke keeps; beyond, least recently used chunks are evicted (0: no limit).
+  // Chunks of writes not yet committed at the hub are never evicted.
+  uint64_t cache_bytes = 0;
   // Commits whose missing chunks total at most this send them in the commit itself.
   uint64_t inline_commit_bytes = 8 << 20;
   // When the hub cannot be reached, answer from cached metadata whose lease has expired
@@ -68,6 +71,8 @@ struct PortalStats {
   uint64_t bytes_uploaded = 0;
   uint64_t invalidations = 0;
   uint64_t stale_answers = 0;  // --stale-ok answers from expired metadata
+  uint64_t evictions = 0;      // chunks evicted to stay within cache_bytes
+  uint64_t evicted_bytes = 0;
 };
 
 // It is also the UpstreamLeases of the HubService a chaining spoke runs over it: lease keys

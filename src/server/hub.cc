@@ -81,6 +81,7 @@ std::string SpokeMetrics(const fabric::PortalVolume& portal) {
   counter("weft_spoke_wire_bytes_uploaded_total", "Chunk bytes sent to the hub.", s.bytes_uploaded);
   counter("weft_spoke_invalidations_total", "Invalidations received from the hub.",
           s.invalidations);
+  counter("weft_spoke_evictions_total", "Chunks evicted to stay within --cache-size.", s.evictions);
   counter("weft_spoke_stale_answers_total",
           "Answers from expired metadata while the hub was unreachable (--stale-ok).",
           s.stale_answers);
@@ -232,6 +233,7 @@ Status RunSpoke(const SpokeOptions& options, FILE* out) {
   }
   portal_options.site = options.site;
   portal_options.stale_ok = options.stale_ok;
+  portal_options.cache_bytes = options.cache_bytes;
   portal_options.tags = options.tags;
   const char* key = std::getenv("WEFT_HUB_ACCESS_KEY");
   const char* secret = std::getenv("WEFT_HUB_SECRET_KEY");

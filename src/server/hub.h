@@ -33,6 +33,7 @@ struct SpokeOptions {
   std::string hub_url;
   std::string hub_ca_file;  // PEM CA certificates for an https:// hub
   std::string cache_dir = "./weft-cache";
+  uint64_t cache_bytes = 64ull << 30;  // chunk bytes kept; least recently used go first
   std::string site;
   std::vector<std::string> tags;
   std::vector<std::string> portals;  // "HUBPATH[:LOCALPATH]"

@@ -323,6 +323,60 @@ TEST_F(FabricTest, SnapshotsAndVersionsThroughASpoke) {
   EXPECT_EQ((*spoke)->Stat(ctx_, "/.weft/snapshots/v1/m").status().code(), StatusCode::kNotFound);
 }
 
+TEST_F(FabricTest, APinnedSnapshotCostsOneRoundTripForAllItsFiles) {
+  WriteOptions parents;
+  parents.create_parents = true;
+  for (int i = 0; i < 40; ++i) {
+    ASSERT_TRUE(Put(hub_.volume(),
+                    "/data/train/" + std::to_string(i % 4) + "/s" + std::to_string(i),
+                    "v1-" + std::to_string(i), parents)
+                    .ok());
+  }
+  ASSERT_TRUE(hub_.volume().CreateSnapshot(ctx_, "epoch", "/data").ok());
+  auto spoke = OpenSpoke(hub_.url(), {"/data"});
+  ASSERT_TRUE(spoke.ok());
+  Volume& v = **spoke;
+  const uint64_t misses = (*spoke)->Stats().metadata_misses;
+  ReadOptions at;
+  at.snapshot = "epoch";
+  for (int i = 0; i < 40; ++i) {
+    const std::string rel = "train/" + std::to_string(i % 4) + "/s" + std::to_string(i);
+    auto got = Get(v, "/.weft/snapshots/epoch/" + rel);
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    EXPECT_EQ(*got, "v1-" + std::to_string(i));
+    auto r = v.OpenReader(ctx_, "/data/" + rel, at);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(*(*r)->ReadAt(0, 100), "v1-" + std::to_string(i));
+  }
+  // One manifest for every open and stat above; the chunks came in the reads.
+  EXPECT_EQ((*spoke)->Stats().metadata_misses, misses + 1);
+  ReadDirOptions page;
+  page.limit = 4;
+  page.with_info = true;
+  auto first = v.ReadDir(ctx_, "/.weft/snapshots/epoch/train/1", page);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  ASSERT_EQ(first->entries.size(), 4u);
+  EXPECT_TRUE(first->truncated);
+  EXPECT_EQ(first->entries[0].name, "s1");
+  page.start_after = first->entries.back().name;
+  page.limit = 100;
+  auto rest = v.ReadDir(ctx_, "/.weft/snapshots/epoch/train/1", page);
+  EXPECT_EQ(rest->entries.size(), 6u);
+  EXPECT_FALSE(rest->truncated);
+  EXPECT_EQ(v.Stat(ctx_, "/.weft/snapshots/epoch/nope").status().code(), StatusCode::kNotFound);
+
+  // Live writes do not touch the pinned snapshot...
+  ASSERT_TRUE(Put(hub_.volume(), "/data/train/0/s0", "v2-0").ok());
+  EXPECT_EQ(*Get(v, "/.weft/snapshots/epoch/train/0/s0"), "v1-0");
+  EXPECT_EQ(*Get(v, "/data/train/0/s0"), "v2-0");
+  // ...but re-creating the snapshot under the same name is seen at once.
+  ASSERT_TRUE(hub_.volume().DeleteSnapshot(ctx_, "epoch").ok());
+  EXPECT_EQ(v.Stat(ctx_, "/.weft/snapshots/epoch/train/0/s0").status().code(),
+            StatusCode::kNotFound);
+  ASSERT_TRUE(hub_.volume().CreateSnapshot(ctx_, "epoch", "/data").ok());
+  EXPECT_EQ(*Get(v, "/.weft/snapshots/epoch/train/0/s0"), "v2-0");
+}
+
 TEST_F(FabricTest, SpokesAreAuthorisedAsTheirHubUser) {
   auth::IdentityStore& ids = hub_.identities();
   ASSERT_TRUE(ids.CreateUser("site-eu", {}).ok());

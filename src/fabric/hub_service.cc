@@ -184,6 +184,7 @@ Status HubService::Dispatch(Call& call) {
     if (call.op == "upload") return UploadChunks(call);
     if (call.op == "commit") return Commit(call);
     if (call.op == "call") return Forward(call);
+    if (call.op == "manifest") return Manifest(call);
   } catch (const json::exception& e) {
     return InvalidArgument("malformed " + call.op + " request: " + e.what());
   }
@@ -306,7 +307,7 @@ Status HubService::Lookup(Call& call) {
   WEFT_RETURN_IF_ERROR(CheckResidency(call.ctx, call.tags, path, opts));
   if (auto version = OptionalString(call.args, "version")) {
     // A version never changes: no lease.
-    WEFT_ASSIGN_OR_RETURN(auto reader, volume_->OpenVersion(call.ctx, path, *version));
+    WEFT_ASSIGN_OR_RETURN(auto reader, OpenVersion(call.ctx, path, *version));
     call.reply["info"] = InfoToJson(reader->info());
     call.reply["chunks"] = ChunksToJson(reader->chunks());
     return OkStatus();
@@ -325,6 +326,96 @@ Status HubService::Lookup(Call& call) {
   if (!info.ok()) return info.status();  // NotFound keeps its lease: absence is cached too
   call.reply["info"] = InfoToJson(*info);
   if (info->type == FileType::kFile) call.reply["chunks"] = ChunksToJson(chunks);
+  return OkStatus();
+}
+
+Result<std::unique_ptr<FileReader>> HubService::OpenVersion(const RequestContext& ctx,
+                                                            const std::string& path,
+                                                            const std::string& version) {
+  if (!IsAtOrUnder(path, "/.weft/snapshots")) return volume_->OpenVersion(ctx, path, version);
+  // A snapshot path names one version for good: open it there and check it is the one.
+  WEFT_ASSIGN_OR_RETURN(auto reader, volume_->OpenReader(ctx, path));
+  if (reader->info().version_id != version) {
+    return NotFound(path + ": no version " + version + " (the snapshot was replaced)");
+  }
+  return reader;
+}
+
+Status HubService::Manifest(Call& call) {
+  const std::string spoke = call.args.at("spoke").get<std::string>();
+  const std::string name = call.args.at("snapshot").get<std::string>();
+  WEFT_RETURN_IF_ERROR(ValidateName(name).WithContext("snapshot name"));
+  const size_t max_entries = std::min<size_t>(call.args.value("max_entries", size_t{200'000}),
+                                              options_.max_manifest_entries);
+  // The name's binding to a sequence is what a spoke leases: deleting (or re-creating) the
+  // snapshot revokes it. The content at that sequence never changes.
+  std::optional<SnapshotInfo> snap;
+  Status found = OkStatus();
+  auto lease = GrantAround(spoke, "/.weft/snapshots", [&] {
+    Result<std::vector<SnapshotInfo>> all = volume_->ListSnapshots(call.ctx);
+    if (!all.ok()) {
+      found = all.status();
+      return;
+    }
+    for (const SnapshotInfo& s : *all) {
+      if (s.name == name) snap = s;
+    }
+  });
+  WEFT_RETURN_IF_ERROR(found);
+  if (!snap) return NotFound("snapshot '" + name + "' does not exist");
+  WEFT_RETURN_IF_ERROR(identities_->Authorize(call.ctx.principal, auth::kRead | auth::kList,
+                                              snap->path == "/" ? "/" : snap->path + "/"));
+  WEFT_RETURN_IF_ERROR(CheckResidency(call.ctx, call.tags, snap->path, ReadOptions{}));
+  call.reply["lease_ms"] = lease.count();
+  call.reply["snapshot"] = SnapshotToJson(*snap);
+  if (call.args.value("if_sequence", uint64_t{0}) == snap->sequence) {
+    call.reply["unchanged"] = true;
+    return OkStatus();
+  }
+  // The whole subtree as of the snapshot: every directory and file with its info, files with
+  // their chunks. Directories resident elsewhere are left out, as in listings.
+  const std::string root = "/.weft/snapshots/" + name;
+  json entries = json::array();
+  WEFT_ASSIGN_OR_RETURN(FileInfo root_info, volume_->Stat(call.ctx, root));
+  entries.push_back({{"path", ""}, {"info", InfoToJson(root_info)}});
+  std::vector<std::string> dirs = {""};
+  while (!dirs.empty()) {
+    const std::string rel = std::move(dirs.back());
+    dirs.pop_back();
+    ReadDirOptions opts;
+    opts.with_info = true;
+    opts.limit = 1000;
+    for (bool more = true; more;) {
+      WEFT_ASSIGN_OR_RETURN(
+          ReadDirPage page,
+          volume_->ReadDir(call.ctx, rel.empty() ? root : root + "/" + rel, opts));
+      more = page.truncated;
+      for (const DirEntry& e : page.entries) {
+        opts.start_after = e.name;
+        if (!e.info) continue;
+        const std::string child = rel.empty() ? e.name : rel + "/" + e.name;
+        if (e.type == FileType::kDirectory) {
+          auto it = e.info->attributes.find(kResidencyAttribute);
+          if (it != e.info->attributes.end() &&
+              !SiteMayHold(call.tags, SplitSiteTags(it->second))) {
+            continue;
+          }
+          dirs.push_back(child);
+        }
+        json j = {{"path", child}, {"info", InfoToJson(*e.info)}};
+        if (e.type == FileType::kFile) {
+          WEFT_ASSIGN_OR_RETURN(auto reader, volume_->OpenReader(call.ctx, root + "/" + child));
+          j["chunks"] = ChunksToJson(reader->chunks());
+        }
+        entries.push_back(std::move(j));
+        if (entries.size() > max_entries) {
+          return FailedPrecondition("TooLarge: snapshot '" + name + "' has more than " +
+                                    std::to_string(max_entries) + " entries; list it instead");
+        }
+      }
+    }
+  }
+  call.reply["entries"] = std::move(entries);
   return OkStatus();
 }
 
@@ -370,8 +461,8 @@ Status HubService::Fetch(Call& call) {
     WEFT_ASSIGN_OR_RETURN(std::string path, NormalisePath(item.at("path").get<std::string>()));
     WEFT_RETURN_IF_ERROR(identities_->Authorize(call.ctx.principal, auth::kRead, path));
     WEFT_RETURN_IF_ERROR(CheckResidency(call.ctx, call.tags, path, ReadOptions{}));
-    WEFT_ASSIGN_OR_RETURN(
-        auto reader, volume_->OpenVersion(call.ctx, path, item.at("version").get<std::string>()));
+    WEFT_ASSIGN_OR_RETURN(auto reader,
+                          OpenVersion(call.ctx, path, item.at("version").get<std::string>()));
     for (const json& index : item.at("indices")) {
       size_t i = index.get<size_t>();
       WEFT_ASSIGN_OR_RETURN(std::shared_ptr<const std::string> data, reader->ReadChunk(i));

@@ -56,6 +56,8 @@ struct HubServiceOptions {
   std::chrono::seconds upload_idle{600};
   // Longest a poll waits for an invalidation before answering empty.
   std::chrono::milliseconds max_poll_wait{20'000};
+  // The most entries one snapshot manifest may carry (beyond: TooLarge, list instead).
+  size_t max_manifest_entries = 500'000;
   // Called before each attach succeeds (the hub records that spokes exist); an error refuses
   // the attach.
   std::function<Status()> on_attach;
@@ -84,6 +86,11 @@ class HubService : public net::HttpHandler {
   Status Events(Call& call);
   Status Lookup(Call& call);
   Status List(Call& call);
+  Status Manifest(Call& call);
+  // A version of `path`, also when `path` is in a snapshot (/.weft/snapshots/NAME/...).
+  Result<std::unique_ptr<FileReader>> OpenVersion(const RequestContext& ctx,
+                                                  const std::string& path,
+                                                  const std::string& version);
   Status Fetch(Call& call);
   Status Missing(Call& call);
   Status UploadChunks(Call& call);

@@ -349,6 +349,8 @@ class PortalVolumeImpl final : public PortalVolume {
 
   // UpstreamLeases, keyed by local directories. Snapshot keys get no lease downstream.
   std::optional<std::string> HubKey(const std::string& local_dir) const {
+    // The binding of snapshot names is leased like a directory; snapshot content needs none.
+    if (local_dir == "/.weft/snapshots") return local_dir;
     if (IsAtOrUnder(local_dir, "/.weft")) return std::nullopt;
     auto m = Map(local_dir);
     if (!m.ok() || m->virtual_dir) return std::nullopt;
@@ -550,10 +552,160 @@ class PortalVolumeImpl final : public PortalVolume {
                         const ReadOptions& opts) override {
     WEFT_ASSIGN_OR_RETURN(Mapped m, Map(path));
     if (m.virtual_dir) return VirtualInfo(m.local);
-    WEFT_ASSIGN_OR_RETURN(CachedLookup l, LookupHub(m.hub, opts.snapshot));
+    WEFT_ASSIGN_OR_RETURN(Resolved r, Resolve(m, opts.snapshot));
+    const CachedLookup& l = r.lookup;
     if (!l.status.ok()) return Status(l.status.code(), m.local + ": " + StripPath(l.status));
     WEFT_RETURN_IF_ERROR(CheckResident(m.local, l.info));
     return Localise(l.info, m.local);
+  }
+
+  // --- pinned snapshots ---
+
+  // A snapshot's whole subtree, fetched in one `manifest` round trip. Its content never
+  // changes; only the binding of its name to a sequence is leased (deleting or re-creating
+  // the snapshot revokes it), so reads at a pinned snapshot cost no round trip per file.
+  struct SnapshotView {
+    uint64_t sequence = 0;
+    std::string root;                             // the hub directory it covers
+    std::map<std::string, CachedLookup> entries;  // by path below the root ("" = the root)
+  };
+
+  // The view of snapshot `name`, fetched or revalidated as needed; null when it is too large
+  // to pin (reads then use leased lookups like the live tree).
+  Result<std::shared_ptr<const SnapshotView>> Pinned(const std::string& name) {
+    const std::string key = "/.weft/snapshots";
+    const std::string binding = key + "/" + name;
+    std::shared_ptr<const SnapshotView> view;
+    {
+      std::lock_guard lock(pinned_mu_);
+      if (unpinnable_.contains(name)) return std::shared_ptr<const SnapshotView>();
+      auto it = pinned_.find(name);
+      if (it != pinned_.end()) view = it->second;
+    }
+    if (view) {
+      auto bound = cache_.FindLookup(key, binding, Clock::now());
+      if (bound && bound->info.version_id == std::to_string(view->sequence)) {
+        ++metadata_hits_;
+        return view;
+      }
+    }
+    ++metadata_misses_;
+    const MetaCache::Ticket ticket = cache_.Begin(key, Clock::now());
+    json args = {{"snapshot", name}};
+    if (view) args["if_sequence"] = view->sequence;
+    Result<json> reply = hub_->Call("manifest", args);
+    if (!reply.ok()) {
+      if (reply.status().message().starts_with("TooLarge")) {
+        std::lock_guard lock(pinned_mu_);
+        unpinnable_.insert(name);
+        return std::shared_ptr<const SnapshotView>();
+      }
+      return reply.status();
+    }
+    WEFT_ASSIGN_OR_RETURN(SnapshotInfo snap, SnapshotFromJson(reply->at("snapshot")));
+    if (!reply->value("unchanged", false) || !view) {
+      auto fresh = std::make_shared<SnapshotView>();
+      fresh->sequence = snap.sequence;
+      fresh->root = snap.path;
+      try {
+        for (const json& e : reply->at("entries")) {
+          CachedLookup l;
+          WEFT_ASSIGN_OR_RETURN(l.info, InfoFromJson(e.at("info")));
+          if (e.contains("chunks")) {
+            WEFT_ASSIGN_OR_RETURN(l.chunks, ChunksFromJson(e.at("chunks")));
+          }
+          fresh->entries[e.at("path").get<std::string>()] = std::move(l);
+        }
+      } catch (const json::exception& e) {
+        return InvalidArgument(std::string("malformed manifest from the hub: ") + e.what());
+      }
+      view = fresh;
+      std::lock_guard lock(pinned_mu_);
+      pinned_[name] = view;
+    }
+    CachedLookup bound;
+    bound.info.version_id = std::to_string(snap.sequence);
+    cache_.InstallLookup(ticket, reply->value("lease_ms", int64_t{0}), Clock::now(), binding,
+                         bound);
+    return view;
+  }
+
+  // A read target: what the hub says about it, and the hub path chunks are fetched by.
+  struct Resolved {
+    CachedLookup lookup;
+    std::string fetch_path;
+    std::shared_ptr<const SnapshotView> view;  // set for reads at a pinned snapshot
+    std::string rel;                           // below view->root
+  };
+
+  Result<Resolved> Resolve(const Mapped& m, const std::optional<std::string>& snapshot) {
+    // "/.weft/snapshots/NAME/rel" or a live path read at snapshot NAME.
+    std::optional<std::string> name = snapshot;
+    std::string rel;
+    bool rel_known = false;
+    if (!name && IsAtOrUnder(m.hub, "/.weft/snapshots")) {
+      WEFT_ASSIGN_OR_RETURN(std::vector<std::string> parts, SplitPath(m.hub));
+      if (parts.size() >= 3) {
+        name = parts[2];
+        for (size_t i = 3; i < parts.size(); ++i) rel += (rel.empty() ? "" : "/") + parts[i];
+        rel_known = true;
+      }
+    }
+    if (name) {
+      WEFT_ASSIGN_OR_RETURN(std::shared_ptr<const SnapshotView> view, Pinned(*name));
+      if (view) {
+        if (!rel_known) {
+          if (!IsAtOrUnder(m.hub, view->root)) {
+            return NotFound(m.local + ": not in snapshot '" + *name + "'");
+          }
+          rel = m.hub.substr(view->root == "/" ? 1 : view->root.size());
+          if (!rel.empty() && rel[0] == '/') rel.erase(0, 1);
+        }
+        Resolved r;
+        auto it = view->entries.find(rel);
+        if (it == view->entries.end()) {
+          r.lookup.status = NotFound(m.local + ": no such file or directory");
+        } else {
+          r.lookup = it->second;
+        }
+        r.fetch_path = "/.weft/snapshots/" + *name + (rel.empty() ? "" : "/" + rel);
+        r.view = std::move(view);
+        r.rel = rel;
+        return r;
+      }
+    }
+    Resolved r;
+    WEFT_ASSIGN_OR_RETURN(r.lookup, LookupHub(m.hub, snapshot));
+    r.fetch_path = m.hub;
+    return r;
+  }
+
+  // A directory of a pinned snapshot, paged like ReadDir.
+  static ReadDirPage ListPinned(const SnapshotView& view, const std::string& rel,
+                                const ReadDirOptions& opts) {
+    ReadDirPage page;
+    const std::string prefix = rel.empty() ? "" : rel + "/";
+    for (auto it = view.entries.lower_bound(prefix + opts.start_after); it != view.entries.end();
+         ++it) {
+      const std::string& key = it->first;
+      if (!key.starts_with(prefix) || key.size() == prefix.size()) {
+        if (!key.starts_with(prefix)) break;
+        continue;
+      }
+      std::string_view name = std::string_view(key).substr(prefix.size());
+      if (name.find('/') != std::string_view::npos || name <= opts.start_after) continue;
+      if (page.entries.size() == opts.limit) {
+        page.truncated = true;
+        break;
+      }
+      DirEntry e;
+      e.name = std::string(name);
+      e.type = it->second.info.type;
+      e.inode = it->second.info.inode;
+      if (opts.with_info) e.info = it->second.info;
+      page.entries.push_back(std::move(e));
+    }
+    return page;
   }
 
   // The hub refuses a spoke what is resident elsewhere; the spoke refuses it as well, should
@@ -572,7 +724,19 @@ class PortalVolumeImpl final : public PortalVolume {
                               const ReadDirOptions& opts) override {
     WEFT_ASSIGN_OR_RETURN(Mapped m, Map(path));
     if (m.virtual_dir) return VirtualListing(m.local, opts);
-    WEFT_ASSIGN_OR_RETURN(ReadDirPage page, ListHub(m.hub, opts));
+    ReadDirPage page;
+    WEFT_ASSIGN_OR_RETURN(Resolved r, Resolve(m, opts.snapshot));
+    if (r.view) {
+      if (!r.lookup.status.ok()) {
+        return Status(r.lookup.status.code(), m.local + ": " + StripPath(r.lookup.status));
+      }
+      if (r.lookup.info.type != FileType::kDirectory) {
+        return NotADirectory(m.local + ": not a directory");
+      }
+      page = ListPinned(*r.view, r.rel, opts);
+    } else {
+      WEFT_ASSIGN_OR_RETURN(page, ListHub(m.hub, opts));
+    }
     std::erase_if(page.entries, [&](const DirEntry& e) {
       return e.info && !CheckResident(m.local, *e.info).ok();
     });
@@ -586,11 +750,12 @@ class PortalVolumeImpl final : public PortalVolume {
                                                  const ReadOptions& opts) override {
     WEFT_ASSIGN_OR_RETURN(Mapped m, Map(path));
     if (m.virtual_dir) return IsADirectory(m.local + ": is a directory");
-    WEFT_ASSIGN_OR_RETURN(CachedLookup l, LookupHub(m.hub, opts.snapshot));
+    WEFT_ASSIGN_OR_RETURN(Resolved r, Resolve(m, opts.snapshot));
+    CachedLookup& l = r.lookup;
     if (!l.status.ok()) return Status(l.status.code(), m.local + ": " + StripPath(l.status));
     if (l.info.type == FileType::kDirectory) return IsADirectory(m.local + ": is a directory");
     return std::unique_ptr<FileReader>(
-        new PortalFileReader(this, Localise(l.info, m.local), m.hub, std::move(l.chunks)));
+        new PortalFileReader(this, Localise(l.info, m.local), r.fetch_path, std::move(l.chunks)));
   }
 
   Result<std::unique_ptr<FileReader>> OpenVersion(const RequestContext&, const std::string& path,
@@ -832,6 +997,10 @@ class PortalVolumeImpl final : public PortalVolume {
   std::chrono::milliseconds lease_{0};
 
   MetaCache cache_;
+
+  std::mutex pinned_mu_;
+  std::map<std::string, std::shared_ptr<const SnapshotView>> pinned_;  // GUARDED_BY(pinned_mu_)
+  std::set<std::string> unpinnable_;  // GUARDED_BY(pinned_mu_): too large to pin
 
   std::mutex hook_mu_;
   std::function<void(const Affected&)> hook_;

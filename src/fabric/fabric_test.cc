@@ -12,6 +12,7 @@
 #include "fabric/portal_volume.h"
 #include "meta/kv_store.h"
 #include "net/http_server.h"
+#include "net/test_tls.h"
 #include "vfs/local_volume.h"
 
 namespace weft::fabric {
@@ -25,7 +26,8 @@ using testutil::RandomBytes;
 
 class Hub {
  public:
-  explicit Hub(milliseconds lease) : lease_(lease) {
+  explicit Hub(milliseconds lease, net::testtls::CaSignedCert tls = {})
+      : lease_(lease), tls_(std::move(tls)) {
     engine_ = *NewLocalVolume(NewMemKvStore(), NewMemChunkStore());
     identities_ = *auth::IdentityStore::Open(NewMemKvStore(), std::string(32, 'k'));
     EXPECT_TRUE(identities_->ImportKey("root", kRootKey, kRootSecret).ok());
@@ -53,7 +55,10 @@ class Hub {
   LeaseTable& leases() { return *leases_; }
   auth::IdentityStore& identities() { return *identities_; }
   HubService& service() { return *service_; }
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  std::string url() const {
+    return (tls_.cert_file.empty() ? "http://" : "https://") + std::string("127.0.0.1:") +
+           std::to_string(port_);
+  }
 
  private:
   void Serve(LeaseTableOptions options, uint16_t port) {
@@ -64,11 +69,14 @@ class Hub {
     service_ = std::make_unique<HubService>(volume_.get(), leases_.get(), identities_.get());
     net::HttpServerOptions http;
     http.port = port;
+    http.tls_cert_file = tls_.cert_file;
+    http.tls_key_file = tls_.key_file;
     server_ = *net::HttpServer::Start(http, service_.get());
     port_ = server_->port();
   }
 
   milliseconds lease_;
+  net::testtls::CaSignedCert tls_;
   uint16_t port_ = 0;
   std::unique_ptr<Volume> engine_;
   std::unique_ptr<auth::IdentityStore> identities_;
@@ -78,13 +86,12 @@ class Hub {
   std::unique_ptr<net::HttpServer> server_;
 };
 
-Result<std::unique_ptr<PortalVolume>> OpenSpoke(const std::string& url,
-                                                std::vector<std::string> portals,
-                                                std::shared_ptr<ChunkStore> store = nullptr,
-                                                PortalVolumeOptions options = {},
-                                                std::string key = kRootKey,
-                                                std::string secret = kRootSecret) {
+Result<std::unique_ptr<PortalVolume>> OpenSpoke(
+    const std::string& url, std::vector<std::string> portals,
+    std::shared_ptr<ChunkStore> store = nullptr, PortalVolumeOptions options = {},
+    std::string key = kRootKey, std::string secret = kRootSecret, std::string ca_file = "") {
   HubClientOptions hub;
+  hub.http.ca_file = ca_file;
   hub.hub_url = url;
   hub.access_key_id = key;
   hub.secret_access_key = secret;
@@ -466,6 +473,26 @@ TEST_F(FabricTest, ARestartedHubWaitsOutOldLeasesAndSpokesAttachAgain) {
   EXPECT_NE((*spoke)->hub().spoke_id(), first_id);
   ASSERT_TRUE(Put(hub.volume(), "/data/x", "three").ok());
   EXPECT_EQ(*Get(**spoke, "/data/x"), "three");
+}
+
+TEST_F(FabricTest, HubAndSpokeTalkTlsWhenTheUrlIsHttps) {
+  net::testtls::TempDir dir;
+  Hub hub(milliseconds(2000), net::testtls::WriteCaSignedCert(dir.path(), "IP:127.0.0.1"));
+  ASSERT_EQ(hub.url().substr(0, 8), "https://");
+  ASSERT_TRUE(hub.volume().Mkdir(ctx_, "/data").ok());
+  const std::string data = RandomBytes(300'000, 14);
+  ASSERT_TRUE(Put(hub.volume(), "/data/x", data).ok());
+  auto spoke = OpenSpoke(hub.url(), {"/data"}, nullptr, {}, kRootKey, kRootSecret,
+                         dir.path() + "/ca.pem");  // WriteCaSignedCert writes it there
+  ASSERT_TRUE(spoke.ok()) << spoke.status().ToString();
+  EXPECT_EQ(*Get(**spoke, "/data/x"), data);
+  ASSERT_TRUE(Put(**spoke, "/data/y", data).ok());
+  EXPECT_EQ(*Get(hub.volume(), "/data/y"), data);
+  // A spoke that does not trust the hub's CA does not attach.
+  auto untrusting = OpenSpoke(hub.url(), {"/data"});
+  ASSERT_FALSE(untrusting.ok());
+  EXPECT_NE(untrusting.status().message().find("certificate"), std::string::npos)
+      << untrusting.status().ToString();
 }
 
 TEST_F(FabricTest, StaleOkServesExpiredMetadataWhenTheHubIsGoneAndSaysSo) {

@@ -7,7 +7,7 @@ behind `weft dev wan` (one-way delay, rate limit); then a v2 with 10 % of its fi
 replaces it at the hub and is read in full again. The emulator counts every byte that crossed
 towards the spoke (HTTP, metadata and chunks). References, on the same bytes:
   - initial copy:  tar | zstd -3 of v1
-  - new version:   tar | zstd -3 of v2 (copying the version again), and rsync -z --no-whole-file
+  - new version:   tar | zstd -3 of v2 (copying the version again), and rsync -z --checksum --no-whole-file
                    of v2 onto v1 (rsync's delta transfer; "Total bytes sent" + "received").
 Goals (DESIGN.md §8): a new version moves >= 30 % fewer bytes than tar | zstd, and no more than
 rsync -z. Byte counts are deterministic (fixed seeds); times are reported as measured, with the
@@ -139,7 +139,8 @@ def rsync_delta_bytes(v1, v2, scratch):
     """Bytes rsync -z moves to turn a copy of v1 into v2 (delta transfer forced on)."""
     shutil.rmtree(scratch, ignore_errors=True)
     shutil.copytree(v1, scratch)
-    out = subprocess.run(["rsync", "-a", "-z", "--no-whole-file", "--delete", "--stats",
+    # --checksum: generated files keep size and mtime, which rsync's quick check would trust.
+    out = subprocess.run(["rsync", "-a", "-z", "--checksum", "--no-whole-file", "--delete", "--stats",
                           v2 + "/", scratch + "/"], check=True, stdout=subprocess.PIPE).stdout
     text = out.decode()
     sent = int(re.search(r"Total bytes sent: ([\d,]+)", text).group(1).replace(",", ""))

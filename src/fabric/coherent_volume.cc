@@ -291,6 +291,8 @@ Affected AffectedBySetAttr(const std::string& path) {
   if (path.empty()) return a;
   a.dirs.insert(ParentDir(path));
   a.dirs.insert(path);
+  // A directory's attributes (residency) govern everything below it.
+  a.subtrees.insert(path);
   return a;
 }
 

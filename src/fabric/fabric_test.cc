@@ -410,6 +410,20 @@ TEST_F(FabricTest, SpokesAreAuthorisedAsTheirHubUser) {
   auto spokes = hub_.service().Spokes();
   EXPECT_EQ(spokes.size(), 1u);
   EXPECT_EQ(spokes[0].user, "site-eu");
+  // Snapshot paths are judged by the live paths they show: readable here, not elsewhere.
+  ASSERT_TRUE(hub_.volume().CreateSnapshot(ctx_, "eu-v1", "/data/eu").ok());
+  ASSERT_TRUE(hub_.volume().CreateSnapshot(ctx_, "all-v1", "/data").ok());
+  EXPECT_EQ(*Get(**spoke, "/.weft/snapshots/eu-v1/ok"), "fine");
+  EXPECT_EQ((*spoke)->Stat(ctx_, "/.weft/snapshots/all-v1/secret").status().code(),
+            StatusCode::kPermissionDenied);
+  // Writing a directory's attributes (its settings, residency) takes admin, not write.
+  ASSERT_TRUE(ids.AddRule({"", "user:site-eu", "/data/eu/", auth::kWrite}).ok());
+  SetAttrRequest lift;
+  lift.attributes = Attributes{};
+  EXPECT_EQ((*spoke)->SetAttr(ctx_, "/eu", lift).status().code(), StatusCode::kPermissionDenied);
+  SetAttrRequest touch;
+  touch.mtime_ns = 1;
+  EXPECT_TRUE((*spoke)->SetAttr(ctx_, "/eu/ok", touch).ok());
 }
 
 TEST_F(FabricTest, ResidentDirectoriesNeverReachOtherSites) {

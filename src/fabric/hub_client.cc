@@ -26,8 +26,7 @@ Result<std::unique_ptr<HubClient>> HubClient::Open(const HubClientOptions& optio
 
 Result<std::unique_ptr<net::HttpClient>> HubClient::Acquire() {
   std::unique_lock lock(mu_);
-  // One connection more than the transfer pool: the invalidation poll holds one for long.
-  const size_t limit = options_.connections + 1;
+  const size_t limit = options_.connections;
   released_.wait(lock, [&] { return !idle_.empty() || open_ < limit; });
   if (!idle_.empty()) {
     auto client = std::move(idle_.back());
@@ -84,16 +83,34 @@ Result<net::HttpResponse> HubClient::Send(const std::string& op, const std::stri
   const bool retry = IsIdempotent(op);
   auto backoff = std::chrono::milliseconds(50);
   bool renewed = false;
+  // The invalidation poll has a connection of its own: if it waited for one behind writes
+  // that wait for this spoke's acknowledgement, each would wait out a whole lease.
+  const bool poll = op == "events";
   while (true) {
     Status failure;
     {
-      WEFT_ASSIGN_OR_RETURN(auto client, Acquire());
+      std::unique_ptr<net::HttpClient> client;
+      if (poll) {
+        std::lock_guard lock(poll_mu_);
+        if (!poll_client_) {
+          WEFT_ASSIGN_OR_RETURN(poll_client_,
+                                net::HttpClient::Open(options_.hub_url, options_.http));
+        }
+        client = std::move(poll_client_);
+      } else {
+        WEFT_ASSIGN_OR_RETURN(client, Acquire());
+      }
+      auto put_back = [&] {
+        if (!poll) return Release(std::move(client));
+        std::lock_guard lock(poll_mu_);
+        poll_client_ = std::move(client);
+      };
       Result<std::string> token = Token(*client, false);
       if (token.ok()) {
         Result<net::HttpResponse> r = client->Send(
             "POST", std::string(kFabricPrefix) + op,
             {{"Content-Type", content_type}, {"Authorization", "Bearer " + *token}}, body);
-        Release(std::move(client));
+        put_back();
         if (r.ok() && r->status == 401 && !renewed) {
           renewed = true;  // the token expired early (hub restarted with a new key?)
           std::lock_guard lock(mu_);
@@ -103,7 +120,7 @@ Result<net::HttpResponse> HubClient::Send(const std::string& op, const std::stri
         if (r.ok()) return r;
         failure = r.status();
       } else {
-        Release(std::move(client));
+        put_back();
         if (token.status().code() != StatusCode::kUnavailable) {
           return token.status();
         }

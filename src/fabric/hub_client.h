@@ -78,6 +78,8 @@ class HubClient {
   std::optional<AttachRequest> attached_;  // GUARDED_BY(id_mu_)
   std::function<void()> on_forgotten_;     // GUARDED_BY(id_mu_)
   std::mutex reattach_mu_;                 // one re-attach at a time
+  std::mutex poll_mu_;
+  std::unique_ptr<net::HttpClient> poll_client_;  // GUARDED_BY(poll_mu_): the events poll's own
   mutable std::mutex mu_;
   std::condition_variable released_;
   std::vector<std::unique_ptr<net::HttpClient>> idle_;    // GUARDED_BY(mu_)

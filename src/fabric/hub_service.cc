@@ -123,7 +123,8 @@ void HubService::Handle(const net::HttpRequest& request, net::BodyReader& body,
   }
   std::vector<net::HttpHeader> headers = {{"Content-Type", "application/json"}};
   if (call.status == 401) headers.push_back({"WWW-Authenticate", "Bearer realm=\"weft\""});
-  (void)response.Send(call.status, headers, call.reply.dump());
+  (void)response.Send(call.status, headers,
+                      call.reply.dump(-1, ' ', false, json::error_handler_t::replace));
 }
 
 Status HubService::Dispatch(Call& call) {
@@ -266,6 +267,7 @@ Status HubService::Attach(Call& call) {
     WEFT_RETURN_IF_ERROR(CheckResidency(site_ctx, rec.tags, portal, ReadOptions{}));
   }
   rec.id = NewId();
+  PruneForgotten();
   rec.attached_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                         std::chrono::system_clock::now().time_since_epoch())
                         .count();
@@ -298,12 +300,7 @@ Status HubService::Lookup(Call& call) {
   WEFT_ASSIGN_OR_RETURN(std::string path, NormalisePath(call.args.at("path").get<std::string>()));
   ReadOptions opts;
   opts.snapshot = OptionalString(call.args, "snapshot");
-  // A directory is named with or without its trailing '/'.
-  Status allowed = identities_->Authorize(call.ctx.principal, auth::kRead, path);
-  if (!allowed.ok() && path != "/") {
-    allowed = identities_->Authorize(call.ctx.principal, auth::kRead, path + "/");
-  }
-  WEFT_RETURN_IF_ERROR(allowed);
+  WEFT_RETURN_IF_ERROR(AuthorizeRead(call.ctx, auth::kRead, path));
   WEFT_RETURN_IF_ERROR(CheckResidency(call.ctx, call.tags, path, opts));
   if (auto version = OptionalString(call.args, "version")) {
     // A version never changes: no lease.
@@ -327,6 +324,31 @@ Status HubService::Lookup(Call& call) {
   call.reply["info"] = InfoToJson(*info);
   if (info->type == FileType::kFile) call.reply["chunks"] = ChunksToJson(chunks);
   return OkStatus();
+}
+
+Result<std::string> HubService::RulePath(const RequestContext& ctx, const std::string& path) {
+  // Rules are written for live paths: a snapshot path is judged by the live path it shows.
+  WEFT_ASSIGN_OR_RETURN(std::vector<std::string> parts, SplitPath(path));
+  if (parts.size() < 3 || parts[0] != ".weft" || parts[1] != "snapshots") return path;
+  WEFT_ASSIGN_OR_RETURN(auto snapshots, volume_->ListSnapshots(ctx));
+  for (const SnapshotInfo& snap : snapshots) {
+    if (snap.name != parts[2]) continue;
+    std::string live = snap.path;
+    for (size_t i = 3; i < parts.size(); ++i) live += (live == "/" ? "" : "/") + parts[i];
+    return live;
+  }
+  return NotFound(path + ": no such snapshot");
+}
+
+Status HubService::AuthorizeRead(const RequestContext& ctx, uint8_t needed,
+                                 const std::string& path) {
+  WEFT_ASSIGN_OR_RETURN(std::string rule_path, RulePath(ctx, path));
+  // A directory is named with or without its trailing '/'.
+  Status allowed = identities_->Authorize(ctx.principal, needed, rule_path);
+  if (!allowed.ok() && rule_path != "/") {
+    allowed = identities_->Authorize(ctx.principal, needed, rule_path + "/");
+  }
+  return allowed;
 }
 
 Result<std::unique_ptr<FileReader>> HubService::OpenVersion(const RequestContext& ctx,
@@ -395,9 +417,8 @@ Status HubService::Manifest(Call& call) {
         if (!e.info) continue;
         const std::string child = rel.empty() ? e.name : rel + "/" + e.name;
         if (e.type == FileType::kDirectory) {
-          auto it = e.info->attributes.find(kResidencyAttribute);
-          if (it != e.info->attributes.end() &&
-              !SiteMayHold(call.tags, SplitSiteTags(it->second))) {
+          // Resident as of the snapshot, or in the live tree since: left out either way.
+          if (!CheckResidency(call.ctx, call.tags, root + "/" + child, ReadOptions{}).ok()) {
             continue;
           }
           dirs.push_back(child);
@@ -428,8 +449,7 @@ Status HubService::List(Call& call) {
   opts.limit = call.args.value("limit", uint32_t{1000});
   const bool with_info = call.args.value("with_info", false);
   opts.with_info = true;  // to see which subdirectories are resident elsewhere
-  WEFT_RETURN_IF_ERROR(
-      identities_->Authorize(call.ctx.principal, auth::kList, path == "/" ? "/" : path + "/"));
+  WEFT_RETURN_IF_ERROR(AuthorizeRead(call.ctx, auth::kList, path));
   WEFT_RETURN_IF_ERROR(CheckResidency(call.ctx, call.tags, path, ReadOptions{opts.snapshot}));
   Result<ReadDirPage> listed = Internal("not read");
   auto lease = GrantAround(spoke, LeaseKey(path, opts.snapshot),
@@ -459,7 +479,7 @@ Status HubService::Fetch(Call& call) {
   std::string out;
   for (const json& item : call.args.at("items")) {
     WEFT_ASSIGN_OR_RETURN(std::string path, NormalisePath(item.at("path").get<std::string>()));
-    WEFT_RETURN_IF_ERROR(identities_->Authorize(call.ctx.principal, auth::kRead, path));
+    WEFT_RETURN_IF_ERROR(AuthorizeRead(call.ctx, auth::kRead, path));
     WEFT_RETURN_IF_ERROR(CheckResidency(call.ctx, call.tags, path, ReadOptions{}));
     WEFT_ASSIGN_OR_RETURN(auto reader,
                           OpenVersion(call.ctx, path, item.at("version").get<std::string>()));
@@ -561,6 +581,7 @@ Status HubService::Commit(Call& call) {
     if (!frame) break;
     inline_chunks[frame->id] = std::move(frame->plaintext);
   }
+  DropIdleUploads();
   // The upload session (if any) keeps its chunks held until this commit is done.
   std::shared_ptr<Upload> upload;
   if (auto session = OptionalString(call.args, "session")) {
@@ -586,6 +607,23 @@ Status HubService::Commit(Call& call) {
   }
   call.reply = {{"info", InfoToJson(info)}};
   return OkStatus();
+}
+
+void HubService::PruneForgotten() {
+  // Spokes the lease table forgot (idle past its limit, or re-attached under a new id) leave
+  // the registry too, so it lists what is attached now.
+  auto live = leases_->Stats();
+  const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+  const int64_t grace = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                            std::max(leases_->lease_length(), std::chrono::milliseconds(120'000)))
+                            .count();
+  std::lock_guard lock(mu_);
+  for (auto it = spokes_.begin(); it != spokes_.end();) {
+    bool forgotten = !live.contains(it->first) && now - it->second.attached_ns > grace;
+    it = forgotten ? spokes_.erase(it) : std::next(it);
+  }
 }
 
 void HubService::DropIdleUploads() {
@@ -632,7 +670,8 @@ Status HubService::Forward(Call& call) {
     WEFT_RETURN_IF_ERROR(op == "rmdir" ? volume_->Rmdir(ctx, path) : volume_->Unlink(ctx, path));
   } else if (op == "setattr") {
     WEFT_ASSIGN_OR_RETURN(std::string path, path_arg("path"));
-    WEFT_RETURN_IF_ERROR(authorize(auth::kWrite, path));
+    // A directory's attributes are its settings (S3 bucket settings, residency): admin only.
+    WEFT_RETURN_IF_ERROR(authorize(a.contains("attributes") ? auth::kAdmin : auth::kWrite, path));
     SetAttrRequest req;
     if (a.contains("mode")) req.mode = a.at("mode").get<uint32_t>();
     if (a.contains("uid")) req.uid = a.at("uid").get<uint32_t>();

@@ -107,6 +107,11 @@ class HubService : public net::HttpHandler {
   std::chrono::milliseconds GrantAround(const std::string& spoke, const std::string& key,
                                         const std::function<void()>& read);
   void DropIdleUploads();
+  void PruneForgotten();
+  // The live path whose rules govern `path` (a snapshot path shows a live one).
+  Result<std::string> RulePath(const RequestContext& ctx, const std::string& path);
+  // Authorize on RulePath(path), as a file or as a directory.
+  Status AuthorizeRead(const RequestContext& ctx, uint8_t needed, const std::string& path);
 
   Volume* volume_;
   LeaseTable* leases_;

@@ -300,8 +300,9 @@ class PortalVolumeImpl final : public PortalVolume {
 
   Result<ReadDirPage> ListHub(const std::string& hub_path, const ReadDirOptions& opts) {
     const std::string key = LeaseKey(hub_path, opts.snapshot);
-    const std::string page_key =
-        opts.start_after + '\0' + std::to_string(opts.limit) + (opts.with_info ? "+" : "-");
+    // The path too: a live path read at a snapshot and a /.weft path can share a lease key.
+    const std::string page_key = hub_path + '\0' + opts.start_after + '\0' +
+                                 std::to_string(opts.limit) + (opts.with_info ? "+" : "-");
     if (auto hit = cache_.FindPage(key, page_key, Clock::now())) {
       ++metadata_hits_;
       return *hit;
@@ -398,17 +399,24 @@ class PortalVolumeImpl final : public PortalVolume {
         std::this_thread::sleep_for(std::chrono::milliseconds(200));
         continue;
       }
-      for (const json& inv : reply->at("invalidations")) {
-        Affected a;
-        for (const auto& d : inv.at("dirs")) a.dirs.insert(d.get<std::string>());
-        for (const auto& s : inv.at("subtrees")) a.subtrees.insert(s.get<std::string>());
-        Invalidate(a);
-        ++invalidations_;
-        {
-          std::lock_guard lock(hook_mu_);
-          if (hook_) hook_(ToLocal(a));
+      try {
+        for (const json& inv : reply->at("invalidations")) {
+          Affected a;
+          for (const auto& d : inv.at("dirs")) a.dirs.insert(d.get<std::string>());
+          for (const auto& s : inv.at("subtrees")) a.subtrees.insert(s.get<std::string>());
+          Invalidate(a);
+          ++invalidations_;
+          {
+            std::lock_guard lock(hook_mu_);
+            if (hook_) hook_(ToLocal(a));
+          }
+          acked = std::max(acked, inv.at("seq").get<uint64_t>());
         }
-        acked = std::max(acked, inv.at("seq").get<uint64_t>());
+      } catch (const json::exception&) {
+        // A malformed answer acknowledges nothing: the hub waits out this spoke's leases. What
+        // is cached may be stale, so drop it all.
+        cache_.Clear();
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
       }
     }
   }
@@ -436,33 +444,37 @@ class PortalVolumeImpl final : public PortalVolume {
       batch_bytes += c.length;
     }
     if (batches.back().empty()) batches.pop_back();
-    std::vector<std::future<Status>> running;
-    for (auto& batch : batches) {
-      running.push_back(std::async(std::launch::async, [&, batch]() -> Status {
-        json args = {
-            {"items",
-             json::array({{{"path", hub_path}, {"version", version}, {"indices", batch}}})}};
-        WEFT_ASSIGN_OR_RETURN(std::string frames, hub_->CallBinary("fetch", args));
-        bytes_fetched_ += frames.size();
-        std::string_view in = frames;
-        size_t got = 0;
-        while (true) {
-          WEFT_ASSIGN_OR_RETURN(std::optional<ChunkFrame> frame, NextChunkFrame(&in));
-          if (!frame) break;
-          WEFT_RETURN_IF_ERROR(chunks_->Put(frame->id, AsBytes(frame->plaintext)).status());
-          ++got;
-        }
-        if (got != batch.size())
-          return Internal("hub sent " + std::to_string(got) + " of " +
-                          std::to_string(batch.size()) + " chunks");
-        chunks_fetched_ += got;
-        return OkStatus();
-      }));
-    }
+    // At most one batch per connection at a time; waves of them for a long read.
+    const size_t parallel = std::max<size_t>(1, hub_->connections());
     Status first;
-    for (auto& f : running) {
-      Status s = f.get();
-      if (first.ok() && !s.ok()) first = s;
+    for (size_t start = 0; start < batches.size() && first.ok(); start += parallel) {
+      std::vector<std::future<Status>> running;
+      for (size_t b = start; b < std::min(batches.size(), start + parallel); ++b) {
+        running.push_back(std::async(std::launch::async, [&, batch = batches[b]]() -> Status {
+          json args = {
+              {"items",
+               json::array({{{"path", hub_path}, {"version", version}, {"indices", batch}}})}};
+          WEFT_ASSIGN_OR_RETURN(std::string frames, hub_->CallBinary("fetch", args));
+          bytes_fetched_ += frames.size();
+          std::string_view in = frames;
+          size_t got = 0;
+          while (true) {
+            WEFT_ASSIGN_OR_RETURN(std::optional<ChunkFrame> frame, NextChunkFrame(&in));
+            if (!frame) break;
+            WEFT_RETURN_IF_ERROR(chunks_->Put(frame->id, AsBytes(frame->plaintext)).status());
+            ++got;
+          }
+          if (got != batch.size())
+            return Internal("hub sent " + std::to_string(got) + " of " +
+                            std::to_string(batch.size()) + " chunks");
+          chunks_fetched_ += got;
+          return OkStatus();
+        }));
+      }
+      for (auto& f : running) {
+        Status s = f.get();
+        if (first.ok() && !s.ok()) first = s;
+      }
     }
     return first;
   }
@@ -1208,6 +1220,11 @@ Result<std::unique_ptr<PortalVolume>> PortalVolume::Open(std::unique_ptr<HubClie
       if (i != j && IsAtOrUnder(options.portals[i].local_path, options.portals[j].local_path)) {
         return InvalidArgument("portals " + options.portals[i].local_path + " and " +
                                options.portals[j].local_path + " overlap");
+      }
+      // One hub directory shown at two places would need every invalidation mapped to both.
+      if (i != j && IsAtOrUnder(options.portals[i].hub_path, options.portals[j].hub_path)) {
+        return InvalidArgument("portals of hub " + options.portals[i].hub_path + " and " +
+                               options.portals[j].hub_path + " overlap");
       }
     }
   }

@@ -259,15 +259,18 @@ Status RunSpoke(const SpokeOptions& options, FILE* out) {
   WEFT_ASSIGN_OR_RETURN(std::unique_ptr<ChunkStore> packs,
                         OpenPackChunkStore(fs, options.cache_dir + "/packs", PackStoreOptions{}));
   auto chunks = std::make_shared<CachingChunkStore>(std::move(packs), 256ull << 20);
+  // Chained spokes attach here as to a hub: invalidations from upstream revoke their leases
+  // before this spoke acknowledges them. Declared before the portal volume, whose poller
+  // calls into it until the portal is destroyed. Like a restarted hub, a restarted spoke lets
+  // leases it may have granted before run out before it acknowledges anything.
+  fabric::LeaseTableOptions lease_options;
+  lease_options.lease = options.lease;
+  lease_options.start_grace = options.lease;
+  fabric::LeaseTable leases(lease_options);
+
   WEFT_ASSIGN_OR_RETURN(std::unique_ptr<fabric::HubClient> client, fabric::HubClient::Open(hub));
   WEFT_ASSIGN_OR_RETURN(std::unique_ptr<fabric::PortalVolume> portal,
                         fabric::PortalVolume::Open(std::move(client), chunks, portal_options));
-
-  // Chained spokes attach here as to a hub: invalidations from upstream revoke their leases
-  // before this spoke acknowledges them.
-  fabric::LeaseTableOptions lease_options;
-  lease_options.lease = options.lease;
-  fabric::LeaseTable leases(lease_options);
   portal->SetInvalidationHook(
       [&leases](const fabric::Affected& affected) { auto revocation = leases.Revoke(affected); });
   std::unique_ptr<Volume> volume = fabric::NewCoherentVolume(portal.get(), &leases);

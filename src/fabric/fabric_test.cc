@@ -26,8 +26,9 @@ using testutil::RandomBytes;
 
 class Hub {
  public:
-  explicit Hub(milliseconds lease, net::testtls::CaSignedCert tls = {})
-      : lease_(lease), tls_(std::move(tls)) {
+  explicit Hub(milliseconds lease, net::testtls::CaSignedCert tls = {},
+               HubServiceOptions service_options = {})
+      : lease_(lease), tls_(std::move(tls)), service_options_(std::move(service_options)) {
     engine_ = *NewLocalVolume(NewMemKvStore(), NewMemChunkStore());
     identities_ = *auth::IdentityStore::Open(NewMemKvStore(), std::string(32, 'k'));
     EXPECT_TRUE(identities_->ImportKey("root", kRootKey, kRootSecret).ok());
@@ -66,7 +67,8 @@ class Hub {
     volume_.reset();
     leases_ = std::make_unique<LeaseTable>(options);
     volume_ = NewCoherentVolume(engine_.get(), leases_.get());
-    service_ = std::make_unique<HubService>(volume_.get(), leases_.get(), identities_.get());
+    service_ = std::make_unique<HubService>(volume_.get(), leases_.get(), identities_.get(),
+                                            service_options_);
     net::HttpServerOptions http;
     http.port = port;
     http.tls_cert_file = tls_.cert_file;
@@ -77,6 +79,7 @@ class Hub {
 
   milliseconds lease_;
   net::testtls::CaSignedCert tls_;
+  HubServiceOptions service_options_;
   uint16_t port_ = 0;
   std::unique_ptr<Volume> engine_;
   std::unique_ptr<auth::IdentityStore> identities_;
@@ -507,6 +510,22 @@ TEST_F(FabricTest, HubAndSpokeTalkTlsWhenTheUrlIsHttps) {
   ASSERT_FALSE(untrusting.ok());
   EXPECT_NE(untrusting.status().message().find("certificate"), std::string::npos)
       << untrusting.status().ToString();
+}
+
+TEST_F(FabricTest, ABusyHubAnswersPollsAtOnceAndSpokesStillAcknowledge) {
+  HubServiceOptions no_waiting;
+  no_waiting.max_waiting_polls = 0;  // as if every worker were taken by other spokes' polls
+  Hub hub(milliseconds(3000), {}, no_waiting);
+  ASSERT_TRUE(hub.volume().Mkdir(ctx_, "/data").ok());
+  ASSERT_TRUE(Put(hub.volume(), "/data/x", "one").ok());
+  auto spoke = OpenSpoke(hub.url(), {"/data"});
+  ASSERT_TRUE(spoke.ok());
+  EXPECT_EQ(*Get(**spoke, "/data/x"), "one");
+  auto start = std::chrono::steady_clock::now();
+  ASSERT_TRUE(Put(hub.volume(), "/data/x", "two").ok());
+  EXPECT_LT(std::chrono::steady_clock::now() - start, milliseconds(2000));  // acked, not expired
+  EXPECT_EQ(hub.leases().expired_waits(), 0u);
+  EXPECT_EQ(*Get(**spoke, "/data/x"), "two");
 }
 
 TEST_F(FabricTest, StaleOkServesExpiredMetadataWhenTheHubIsGoneAndSaysSo) {

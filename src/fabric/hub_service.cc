@@ -287,11 +287,17 @@ Status HubService::Events(Call& call) {
   if (call.args.value("ack_spoke", spoke) != spoke) ack = 0;  // counted under a forgotten id
   auto wait = std::min(std::chrono::milliseconds(call.args.value("wait_ms", int64_t{0})),
                        options_.max_poll_wait);
+  // A waiting poll holds a server worker: beyond max_waiting_polls, answer at once and tell
+  // the spoke when to ask again, so that many spokes cannot take every worker.
+  const bool may_wait = ++waiting_polls_ <= options_.max_waiting_polls;
+  if (!may_wait) wait = std::chrono::milliseconds(0);
   json list = json::array();
   for (const Invalidation& inv : leases_->Poll(spoke, ack, wait)) {
     list.push_back({{"seq", inv.seq}, {"dirs", inv.dirs}, {"subtrees", inv.subtrees}});
   }
+  --waiting_polls_;
   call.reply = {{"invalidations", list}};
+  if (!may_wait) call.reply["retry_ms"] = options_.busy_poll_retry.count();
   return OkStatus();
 }
 

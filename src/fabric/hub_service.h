@@ -56,6 +56,10 @@ struct HubServiceOptions {
   std::chrono::seconds upload_idle{600};
   // Longest a poll waits for an invalidation before answering empty.
   std::chrono::milliseconds max_poll_wait{20'000};
+  // Polls allowed to wait at once (each holds a server worker); others are answered at once
+  // with a hint to poll again after busy_poll_retry. Keep it below the server's workers.
+  size_t max_waiting_polls = 16;
+  std::chrono::milliseconds busy_poll_retry{100};
   // The most entries one snapshot manifest may carry (beyond: TooLarge, list instead).
   size_t max_manifest_entries = 500'000;
   // Called before each attach succeeds (the hub records that spokes exist); an error refuses
@@ -119,6 +123,7 @@ class HubService : public net::HttpHandler {
   HubServiceOptions options_;
   UpstreamLeases* upstream_;
 
+  std::atomic<size_t> waiting_polls_ = 0;
   std::mutex mu_;
   std::map<std::string, SpokeRecord> spokes_;               // GUARDED_BY(mu_)
   std::map<std::string, std::shared_ptr<Upload>> uploads_;  // GUARDED_BY(mu_)

@@ -412,6 +412,10 @@ class PortalVolumeImpl final : public PortalVolume {
           }
           acked = std::max(acked, inv.at("seq").get<uint64_t>());
         }
+        // A busy hub answers at once and says when to ask again.
+        if (int64_t retry = reply->value("retry_ms", int64_t{0}); retry > 0) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(std::min<int64_t>(retry, 1000)));
+        }
       } catch (const json::exception&) {
         // A malformed answer acknowledges nothing: the hub waits out this spoke's leases. What
         // is cached may be stale, so drop it all.

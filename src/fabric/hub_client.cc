@@ -20,6 +20,7 @@ Result<std::unique_ptr<HubClient>> HubClient::Open(const HubClientOptions& optio
   // Fails early on a malformed URL or an unreadable CA file.
   WEFT_ASSIGN_OR_RETURN(auto probe, net::HttpClient::Open(options.hub_url, options.http));
   auto client = std::unique_ptr<HubClient>(new HubClient(options));
+  client->open_ = 1;  // the probe joins the pool as its first connection
   client->Release(std::move(probe));
   return client;
 }
@@ -46,7 +47,6 @@ Result<std::unique_ptr<net::HttpClient>> HubClient::Acquire() {
 
 void HubClient::Release(std::unique_ptr<net::HttpClient> client) {
   std::lock_guard lock(mu_);
-  if (open_ == 0) open_ = 1;  // the probe from Open
   idle_.push_back(std::move(client));
   released_.notify_one();
 }

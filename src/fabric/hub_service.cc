@@ -68,15 +68,13 @@ std::optional<std::string> OptionalString(const json& args, const char* key) {
 struct HubService::Call {
   const net::HttpRequest& http;
   net::BodyReader& body;
-  net::ResponseWriter& response;
-  std::string op;
-  RequestContext ctx;
-  json args;                      // the JSON header (or whole JSON body)
-  std::string payload;            // binary bytes after a framed header
-  std::vector<std::string> tags;  // the calling spoke's site tags
+  std::string op{};
+  RequestContext ctx{};
+  json args{};                      // the JSON header (or whole JSON body)
+  std::string payload{};            // binary bytes after a framed header
+  std::vector<std::string> tags{};  // the calling spoke's site tags
   json reply = json::object();
-  std::optional<std::string> binary_reply;
-  int status = 200;
+  std::optional<std::string> binary_reply{};
 };
 
 // A chunk upload for one commit: a writer that is never committed holds the uploaded chunks
@@ -110,20 +108,18 @@ HubService::~HubService() = default;
 
 void HubService::Handle(const net::HttpRequest& request, net::BodyReader& body,
                         net::ResponseWriter& response) {
-  Call call{request, body, response, {}, {}, {}, {}, {}, {}, {}, 200};
+  Call call{request, body};
   Status s = Dispatch(call);
   if (response.started()) return;
-  if (!s.ok()) {
-    call.status = HttpStatusOf(s);
-    call.reply["error"] = StatusToJson(s);
-  }
-  if (call.binary_reply && s.ok()) {
+  if (s.ok() && call.binary_reply) {
     (void)response.Send(200, {{"Content-Type", "application/octet-stream"}}, *call.binary_reply);
     return;
   }
+  const int status = s.ok() ? 200 : HttpStatusOf(s);
+  if (!s.ok()) call.reply["error"] = StatusToJson(s);
   std::vector<net::HttpHeader> headers = {{"Content-Type", "application/json"}};
-  if (call.status == 401) headers.push_back({"WWW-Authenticate", "Bearer realm=\"weft\""});
-  (void)response.Send(call.status, headers,
+  if (status == 401) headers.push_back({"WWW-Authenticate", "Bearer realm=\"weft\""});
+  (void)response.Send(status, headers,
                       call.reply.dump(-1, ' ', false, json::error_handler_t::replace));
 }
 

@@ -10,44 +10,36 @@ uint64_t MetaCache::GenerationLocked(const std::string& key) const {
   return ((it == key_gen_.end() ? 0 : it->second) << 32) ^ (subtree_gen_ & 0xffffffffu);
 }
 
-std::optional<CachedLookup> MetaCache::FindLookup(const std::string& key, const std::string& path,
-                                                  SteadyTime now) {
+template <typename T>
+std::optional<T> MetaCache::Find(std::map<std::string, T> Dir::*table, const std::string& key,
+                                 const std::string& name, std::optional<SteadyTime> now) {
   std::lock_guard lock(mu_);
   auto it = dirs_.find(key);
-  if (it == dirs_.end() || it->second.expiry <= now) return std::nullopt;
-  auto hit = it->second.lookups.find(path);
-  if (hit == it->second.lookups.end()) return std::nullopt;
+  if (it == dirs_.end() || (now && it->second.expiry <= *now)) return std::nullopt;
+  const std::map<std::string, T>& entries = it->second.*table;
+  auto hit = entries.find(name);
+  if (hit == entries.end()) return std::nullopt;
   return hit->second;
+}
+
+std::optional<CachedLookup> MetaCache::FindLookup(const std::string& key, const std::string& path,
+                                                  SteadyTime now) {
+  return Find(&Dir::lookups, key, path, now);
 }
 
 std::optional<ReadDirPage> MetaCache::FindPage(const std::string& key, const std::string& page,
                                                SteadyTime now) {
-  std::lock_guard lock(mu_);
-  auto it = dirs_.find(key);
-  if (it == dirs_.end() || it->second.expiry <= now) return std::nullopt;
-  auto hit = it->second.pages.find(page);
-  if (hit == it->second.pages.end()) return std::nullopt;
-  return hit->second;
+  return Find(&Dir::pages, key, page, now);
 }
 
 std::optional<CachedLookup> MetaCache::FindExpiredLookup(const std::string& key,
                                                          const std::string& path) {
-  std::lock_guard lock(mu_);
-  auto it = dirs_.find(key);
-  if (it == dirs_.end()) return std::nullopt;
-  auto hit = it->second.lookups.find(path);
-  if (hit == it->second.lookups.end()) return std::nullopt;
-  return hit->second;
+  return Find(&Dir::lookups, key, path, std::nullopt);
 }
 
 std::optional<ReadDirPage> MetaCache::FindExpiredPage(const std::string& key,
                                                       const std::string& page) {
-  std::lock_guard lock(mu_);
-  auto it = dirs_.find(key);
-  if (it == dirs_.end()) return std::nullopt;
-  auto hit = it->second.pages.find(page);
-  if (hit == it->second.pages.end()) return std::nullopt;
-  return hit->second;
+  return Find(&Dir::pages, key, page, std::nullopt);
 }
 
 MetaCache::Ticket MetaCache::Begin(const std::string& key, SteadyTime now) {

@@ -75,6 +75,10 @@ class MetaCache {
     std::map<std::string, ReadDirPage> pages;
   };
   uint64_t GenerationLocked(const std::string& key) const;
+  // The entry `name` of `table` under `key`; with `now`, only while the lease runs.
+  template <typename T>
+  std::optional<T> Find(std::map<std::string, T> Dir::*table, const std::string& key,
+                        const std::string& name, std::optional<SteadyTime> now);
   Dir* InstallLocked(const Ticket& ticket, int64_t lease_ms, SteadyTime now);
 
   std::mutex mu_;

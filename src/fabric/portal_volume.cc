@@ -163,7 +163,7 @@ class PortalVolumeImpl final : public PortalVolume {
     for (const Portal& p : options_.portals) req.portals.push_back(p.hub_path);
     // A hub that forgot this spoke (it restarted) forgot its leases: nothing cached is safe.
     hub_->SetForgottenHandler([this] { cache_.Clear(); });
-    WEFT_ASSIGN_OR_RETURN(lease_, hub_->Attach(req));
+    WEFT_RETURN_IF_ERROR(hub_->Attach(req).status());
     poller_ = std::thread([this] { PollLoop(); });
     return OkStatus();
   }
@@ -1010,7 +1010,6 @@ class PortalVolumeImpl final : public PortalVolume {
   PortalVolumeOptions options_;
   std::shared_ptr<BoundedChunkStore> bounded_;  // null without a cache limit
   std::shared_ptr<ChunkStore> chunks_;          // bounded_ or the store given
-  std::chrono::milliseconds lease_{0};
 
   MetaCache cache_;
 

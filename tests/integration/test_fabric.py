@@ -129,6 +129,16 @@ class ByteIdentityTest(FabricTestCase):
         out = self.run_tool([self.bin, "--server", self.spoke_a.url, "spokes"], env=env)
         self.assertIn("site-b", out.stdout.decode())
 
+        # The spoke's Prometheus counters say what it moved and what it served from cache.
+        import urllib.request
+        with urllib.request.urlopen(self.spoke_a.url + "/_weft/metrics") as r:
+            metrics = dict(line.rsplit(" ", 1) for line in r.read().decode().splitlines()
+                           if line and not line.startswith("#"))
+        self.assertGreater(int(metrics["weft_spoke_chunks_fetched_total"]), 0)
+        self.assertGreater(int(metrics["weft_spoke_wire_bytes_fetched_total"]), len(other))
+        self.assertGreater(int(metrics["weft_spoke_metadata_misses_total"]), 0)
+        self.assertGreater(int(metrics["weft_spoke_wire_bytes_uploaded_total"]), len(body))
+
 
 class LinearizabilityTest(FabricTestCase):
     """Writers at the hub and at spoke A update one object with increasing counters while

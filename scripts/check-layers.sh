@@ -13,10 +13,11 @@ declare -A allowed=(
   [vfs]="base io chunk meta"
   [auth]="base io chunk meta vfs"
   [net]="base"
+  [cache]="base"
   [frontends]="base io chunk meta vfs auth net"
-  [fabric]="base io chunk meta vfs auth net"
-  [server]="base io chunk meta vfs auth net frontends fabric"
-  [cli]="base io chunk meta vfs auth net frontends fabric server"
+  [fabric]="base io chunk meta vfs auth net cache"
+  [server]="base io chunk meta vfs auth net frontends cache fabric"
+  [cli]="base io chunk meta vfs auth net frontends cache fabric server"
 )
 
 bad=0

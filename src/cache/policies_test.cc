@@ -1,0 +1,344 @@
+// Each policy pinned on small hand-made traces, Belady checked against an exhaustive optimum,
+// and the epoch-aware policies measured on the shuffled-epoch workloads of
+// research/anchors-cache.md §4 (scaled down to stay fast in a Debug build).
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <numeric>
+#include <random>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "cache/cache.h"
+
+namespace weft::cache {
+namespace {
+
+Request Req(Key key, uint32_t job = 0) {
+  Request r;
+  r.item.key = key;
+  r.item.size = 1;
+  r.job = job;
+  return r;
+}
+
+// A unit-size cache driven by key lists; Read returns one letter per read: h(it), a(dmitted),
+// b(ypassed).
+struct Harness {
+  explicit Harness(const std::string& name, uint64_t capacity)
+      : cache(capacity, MakePolicy(name, capacity)) {}
+
+  std::string Read(const std::vector<Key>& keys, uint32_t job = 0) {
+    std::string out;
+    for (Key k : keys) {
+      switch (cache.Read(Req(k, job), &evicted)) {
+        case Outcome::kHit:
+          out += 'h';
+          break;
+        case Outcome::kAdmitted:
+          out += 'a';
+          break;
+        case Outcome::kBypassed:
+          out += 'b';
+          break;
+      }
+    }
+    return out;
+  }
+  bool Prefetch(Key key, uint32_t job = 0) { return cache.Insert(Req(key, job), &evicted); }
+
+  Cache cache;
+  std::vector<Key> evicted;
+};
+
+using Keys = std::vector<Key>;
+
+TEST(LruTest, EvictsLeastRecentlyUsed) {
+  Harness h("lru", 3);
+  EXPECT_EQ(h.Read({1, 2, 3, 1, 4, 2, 5}), "aaahaaa");
+  EXPECT_EQ(h.evicted, (Keys{2, 3, 1}));
+}
+
+TEST(SieveTest, HandSparesVisitedAndKeepsItsPlace) {
+  Harness h("sieve", 3);
+  EXPECT_EQ(h.Read({1, 2, 3, 1, 4}), "aaaha");  // hand passes 1 (clearing it), evicts 2
+  EXPECT_EQ(h.Read({1, 5, 6}), "haa");  // 1 is visited again, but the hand is already past it
+  EXPECT_EQ(h.Read({7}), "a");          // the hand wraps to 1, clears it, and takes 5
+  EXPECT_EQ(h.evicted, (Keys{2, 3, 4, 5}));
+}
+
+TEST(S3FifoTest, QuickDemotionAndGhostPromotion) {
+  Harness h("s3fifo", 4);                           // small FIFO: 1 item, ghost: 3 items
+  EXPECT_EQ(h.Read({1, 2, 3, 4, 2, 5}), "aaaaha");  // one-hit 1 leaves first
+  EXPECT_EQ(h.Read({1}), "a");                      // 2 (read twice) moves to main; 3 leaves
+  EXPECT_EQ(h.Read({6, 7, 8}), "aaa");  // 1 came back from the ghost into main: not evicted
+  EXPECT_EQ(h.evicted, (Keys{1, 3, 4, 5, 6}));
+  EXPECT_EQ(h.Read({2, 1}), "hh");
+}
+
+TEST(ArcTest, GhostHitsMoveTheTarget) {
+  Harness h("arc", 2);
+  EXPECT_EQ(h.Read({1, 1, 2, 3}), "ahaa");  // 1 in T2; 2 goes T1 -> B1
+  EXPECT_EQ(h.cache.policy().Describe(), "p=0 t1=1 t2=1 b1=1 b2=0");
+  EXPECT_EQ(h.Read({2}), "a");  // B1 hit: p grows, so T2's 1 goes to B2
+  EXPECT_EQ(h.cache.policy().Describe(), "p=1 t1=1 t2=1 b1=0 b2=1");
+  EXPECT_EQ(h.Read({1}), "a");  // B2 hit: p shrinks back, T1's 3 goes
+  EXPECT_EQ(h.cache.policy().Describe(), "p=0 t1=0 t2=2 b1=1 b2=0");
+  EXPECT_EQ(h.evicted, (Keys{2, 1, 3}));
+}
+
+TEST(PinTest, AdmitsUntilFullThenNeverEvicts) {
+  Harness h("pin", 2);
+  EXPECT_EQ(h.Read({1, 2, 3, 1, 2, 3}), "aabhhb");
+  EXPECT_FALSE(h.Prefetch(4));
+  EXPECT_TRUE(h.evicted.empty());
+}
+
+TEST(EpochTest, BypassesInsideAnEpochAndSwapsOnlyForPrefetch) {
+  Harness h("epoch", 2);
+  EXPECT_EQ(h.Read({1, 2, 3, 4}), "aabb");  // epoch 0: pin what fits
+  EXPECT_EQ(h.Read({3, 1}), "bh");          // epoch 1 starts at the repeat of 3
+  // A prefetched item (read soon) replaces 1, which this epoch already read.
+  EXPECT_TRUE(h.Prefetch(4));
+  EXPECT_EQ(h.evicted, (Keys{1}));
+  EXPECT_EQ(h.Read({4, 2}), "hh");
+}
+
+TEST(EpochTest, ItemsUnreadForTwoEpochsAreDead) {
+  Harness h("epoch", 2);
+  EXPECT_EQ(h.Read({1, 2, 3}), "aab");
+  EXPECT_EQ(h.Read({1, 4, 5}), "hbb");  // epoch 1: 2 may still be read
+  EXPECT_EQ(h.Read({1, 6}), "ha");      // epoch 2: 2 was read in neither, so it is dead
+  EXPECT_EQ(h.evicted, (Keys{2}));
+}
+
+TEST(EpochTest, NewRunReclaimsTheFinishedRunsItems) {
+  Harness h("epoch", 2);
+  EXPECT_EQ(h.Read({1, 2, 3, 4, 1, 2, 3, 4}, /*job=*/7), "aabbhhbb");
+  // Job 8 starts; job 7's items are kept while it might just be pausing, then reclaimed
+  // oldest first once job 7 has been idle for half its epoch (2 reads).
+  EXPECT_EQ(h.Read({5, 6, 7, 8}, /*job=*/8), "bbaa");
+  EXPECT_EQ(h.evicted, (Keys{1, 2}));
+  EXPECT_EQ(h.Read({5, 6, 7, 8}, /*job=*/8), "bbhh");  // job 8's own epoch pins again
+}
+
+// ---------------------------------------------------------------------------------------------
+// Belady against an exhaustive optimum.
+
+void FillNextUse(std::vector<Request>* reads) {
+  std::unordered_map<Key, int64_t> next;
+  for (int64_t i = static_cast<int64_t>(reads->size()) - 1; i >= 0; --i) {
+    Request& r = (*reads)[i];
+    auto it = next.find(r.item.key);
+    r.next_use = it == next.end() ? kNever : it->second;
+    next[r.item.key] = i;
+  }
+}
+
+// Fewest misses over all admit/evict/bypass choices (unit sizes), by DP over cache contents.
+int OptimalMisses(const std::vector<int>& trace, int capacity) {
+  std::map<std::pair<size_t, unsigned>, int> memo;
+  auto best = [&](auto& self, size_t i, unsigned set) -> int {
+    if (i == trace.size()) return 0;
+    auto [it, fresh] = memo.try_emplace({i, set}, 0);
+    if (!fresh) return it->second;
+    const unsigned bit = 1u << trace[i];
+    int result;
+    if (set & bit) {
+      result = self(self, i + 1, set);
+    } else {
+      result = self(self, i + 1, set);  // bypass
+      if (std::popcount(set) < capacity) {
+        result = std::min(result, self(self, i + 1, set | bit));
+      } else {
+        for (unsigned s = set; s != 0; s &= s - 1) {
+          result = std::min(result, self(self, i + 1, (set & ~(s & -s)) | bit));
+        }
+      }
+      ++result;
+    }
+    memo[{i, set}] = result;
+    return result;
+  };
+  return best(best, 0, 0);
+}
+
+TEST(BeladyTest, MatchesExhaustiveOptimum) {
+  for (uint64_t seed = 1; seed <= 40; ++seed) {
+    std::mt19937_64 rng(seed);
+    std::vector<int> trace(30);
+    for (int& k : trace) k = static_cast<int>(rng() % 8);
+    std::vector<Request> reads;
+    for (int k : trace) reads.push_back(Req(static_cast<Key>(k)));
+    FillNextUse(&reads);
+    Cache cache(3, MakePolicy("belady", 3));
+    int misses = 0;
+    for (const Request& r : reads) misses += cache.Read(r, nullptr) != Outcome::kHit;
+    EXPECT_EQ(misses, OptimalMisses(trace, 3)) << "seed " << seed;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Shuffled-epoch workloads (anchors-cache.md §4), unit sizes, fixed seeds.
+
+void AppendEpochs(const std::vector<Key>& subset, int epochs, uint32_t job, std::mt19937_64* rng,
+                  std::vector<Request>* out) {
+  std::vector<Key> order = subset;
+  for (int e = 0; e < epochs; ++e) {
+    std::shuffle(order.begin(), order.end(), *rng);
+    for (Key k : order) out->push_back(Req(k, job));
+  }
+}
+
+// W1: one job, n items, `epochs` fresh permutations.
+std::vector<Request> W1(int n, int epochs) {
+  std::mt19937_64 rng(11);
+  std::vector<Key> items(n);
+  for (int i = 0; i < n; ++i) items[i] = ItemKey(i, 0);
+  std::vector<Request> reads;
+  AppendEpochs(items, epochs, 1, &rng, &reads);
+  FillNextUse(&reads);
+  return reads;
+}
+
+// W2: `runs` runs (one job each) over 30% subsets of a universe; each keeps `overlap` of the
+// previous run's items and draws the rest from the remainder.
+std::vector<Request> W2(int universe, double overlap, int runs, int epochs) {
+  std::mt19937_64 rng(22);
+  std::vector<Key> all(universe);
+  for (int i = 0; i < universe; ++i) all[i] = ItemKey(i, 0);
+  const size_t subset_size = static_cast<size_t>(universe * 0.3);
+  std::shuffle(all.begin(), all.end(), rng);
+  std::vector<Key> subset(all.begin(), all.begin() + subset_size);
+  std::vector<Request> reads;
+  for (int run = 0; run < runs; ++run) {
+    if (run > 0) {
+      std::shuffle(subset.begin(), subset.end(), rng);
+      subset.resize(static_cast<size_t>(subset_size * overlap));
+      std::unordered_map<Key, bool> in(subset.size());
+      for (Key k : subset) in[k] = true;
+      std::shuffle(all.begin(), all.end(), rng);
+      for (size_t i = 0; i < all.size() && subset.size() < subset_size; ++i) {
+        if (!in.count(all[i])) subset.push_back(all[i]);
+      }
+    }
+    AppendEpochs(subset, epochs, static_cast<uint32_t>(100 + run), &rng, &reads);
+  }
+  FillNextUse(&reads);
+  return reads;
+}
+
+struct Score {
+  double hit_ratio = 0;
+  uint64_t miss_bytes = 0;
+  std::string describe;
+};
+
+Score Replay(const std::string& name, const std::vector<Request>& reads, uint64_t capacity) {
+  Cache cache(capacity, MakePolicy(name, capacity, /*seed=*/5));
+  uint64_t hits = 0;
+  Score s;
+  for (const Request& r : reads) {
+    if (cache.Read(r, nullptr) == Outcome::kHit) {
+      ++hits;
+    } else {
+      s.miss_bytes += r.item.size;
+    }
+  }
+  s.hit_ratio = static_cast<double>(hits) / static_cast<double>(reads.size());
+  s.describe = cache.policy().Describe();
+  return s;
+}
+
+// Replays every policy and prints one row of the table in anchors-cache.md §4.
+std::map<std::string, Score> Row(const std::string& label, const std::vector<Request>& reads,
+                                 uint64_t capacity) {
+  std::map<std::string, Score> scores;
+  std::string line = label;
+  for (const std::string& name : PolicyNames()) {
+    scores[name] = Replay(name, reads, capacity);
+    char cell[32];
+    std::snprintf(cell, sizeof(cell), " %s=%.3f", name.c_str(), scores[name].hit_ratio);
+    line += cell;
+  }
+  std::printf("%s  [neural: %s]\n", line.c_str(), scores["neural"].describe.c_str());
+  return scores;
+}
+
+constexpr int kW1Items = 5000;
+constexpr int kW1Epochs = 10;
+
+class W1Test : public testing::TestWithParam<double> {};
+
+TEST_P(W1Test, EpochAwareReachesTheBound) {
+  const double c = GetParam();
+  const auto reads = W1(kW1Items, kW1Epochs);
+  const uint64_t capacity = static_cast<uint64_t>(c * kW1Items);
+  auto s = Row("W1 c=" + std::to_string(c).substr(0, 3), reads, capacity);
+  const double bound = c * (kW1Epochs - 1) / kW1Epochs;
+  EXPECT_GE(s["epoch"].hit_ratio, 0.95 * bound);
+  EXPECT_GE(s["neural"].hit_ratio, 0.95 * bound);
+  EXPECT_NEAR(s["belady"].hit_ratio, bound, 1e-9);  // MIN = pinning (§1.2)
+  EXPECT_LT(s["lru"].hit_ratio, 0.7 * bound);
+}
+
+INSTANTIATE_TEST_SUITE_P(CacheFractions, W1Test, testing::Values(0.1, 0.5, 0.8));
+
+constexpr int kW2Universe = 6000;
+constexpr int kW2Subset = kW2Universe * 3 / 10;
+
+TEST(W2Test, HalfSubsetNearBelady) {
+  for (double overlap : {0.7, 0.3}) {
+    const auto reads = W2(kW2Universe, overlap, 5, 5);
+    auto s = Row("W2 0.5x overlap " + std::to_string(overlap).substr(0, 3), reads, kW2Subset / 2);
+    const Score& belady = s["belady"];
+    // The acceptance bar (anchors-cache.md §5d) is 0.9 of Belady at 70% overlap. At 30% the
+    // policy measures 0.90 too, with no margin: until the old run's job retires (half an epoch
+    // into the new run) new items are bypassed, and Belady fills those slots at once.
+    const double bar = overlap > 0.5 ? 0.9 : 0.88;
+    for (const char* name : {"epoch", "neural"}) {
+      EXPECT_GE(s[name].hit_ratio, bar * belady.hit_ratio) << name << " overlap " << overlap;
+      EXPECT_LE(s[name].miss_bytes, (2 - bar) * belady.miss_bytes)
+          << name << " overlap " << overlap;
+    }
+  }
+}
+
+TEST(W2Test, WholeSubsetNoWorseThanS3Fifo) {
+  for (double overlap : {0.7, 0.3}) {
+    const auto reads = W2(kW2Universe, overlap, 5, 5);
+    auto s = Row("W2 1.0x overlap " + std::to_string(overlap).substr(0, 3), reads, kW2Subset);
+    EXPECT_GE(s["neural"].hit_ratio, s["s3fifo"].hit_ratio - 0.03) << "overlap " << overlap;
+  }
+}
+
+// Not epoch traffic: a skewed stream (Zipf 0.8), where frequency pays and "epoch" degenerates
+// to LRU. The arbiter must find S3-FIFO; it starts with the weight on "epoch", so it pays for
+// the first few thousand reads.
+TEST(ZipfTest, NeuralFallsBackToS3Fifo) {
+  constexpr int kItems = 5000;
+  std::mt19937_64 rng(33);
+  std::vector<double> weight(kItems);
+  for (int i = 0; i < kItems; ++i) weight[i] = 1.0 / std::pow(i + 1, 0.8);
+  std::discrete_distribution<int> pick(weight.begin(), weight.end());
+  std::vector<Request> reads;
+  for (int i = 0; i < 50000; ++i) reads.push_back(Req(ItemKey(pick(rng), 0)));
+  FillNextUse(&reads);
+  auto s = Row("Zipf 0.8 c=.05", reads, kItems / 20);
+  EXPECT_GE(s["neural"].hit_ratio, s["s3fifo"].hit_ratio - 0.04);
+  // The arbiter ends up following S3-FIFO.
+  const size_t at = s["neural"].describe.find("s3fifo=");
+  ASSERT_NE(at, std::string::npos);
+  EXPECT_GT(std::stod(s["neural"].describe.substr(at + 7)), 0.9) << s["neural"].describe;
+  EXPECT_GE(s["neural"].hit_ratio, s["epoch"].hit_ratio + 0.05);
+}
+
+}  // namespace
+}  // namespace weft::cache

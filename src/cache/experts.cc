@@ -167,31 +167,40 @@ class HintExpert final : public Expert {
 
   void OnHint(const Hint& hint) override {
     Job& job = jobs_.Touch(hint.job);
-    if (hint.replace) job.seq.clear();
+    if (hint.replace) {
+      job.base += job.seq.size();
+      job.seq.clear();
+      job.index.clear();
+    }
     for (const Item& item : hint.next) {
       if (job.seq.size() >= kMaxHintItems) break;
+      job.index[item.key] = job.base + job.seq.size();
       job.seq.push_back(Declared{item, false});
     }
   }
 
+  // A DataLoader's workers each build whole batches, several batches at once, so reads arrive
+  // from a few places of the declared order at a time: a read matches anywhere in it. Items
+  // more than kReorderWindow behind the furthest match are taken as skipped.
   void Observe(const Request& read, bool /*hit*/) override {
     Job* job = jobs_.Find(read.job);
     if (job == nullptr) return;  // a job that never declared anything
     jobs_.Touch(read.job);
     job->rate.Tick(read.time_ns);
-    const size_t window = std::min(job->seq.size(), kReorderWindow);
-    size_t found = window;
-    for (size_t i = 0; i < window; ++i) {
-      if (!job->seq[i].read && job->seq[i].item.key == read.item.key) {
-        found = i;
-        break;
-      }
+    auto it = job->index.find(read.item.key);
+    const bool found =
+        it != job->index.end() && it->second >= job->base && !job->seq[it->second - job->base].read;
+    job->matches.Push(found);
+    if (!found) return;
+    const size_t at = it->second - job->base;
+    job->seq[at].read = true;
+    for (size_t i = 0; i + kReorderWindow < at; ++i) job->seq[i].read = true;
+    while (!job->seq.empty() && job->seq.front().read) {
+      auto front = job->index.find(job->seq.front().item.key);
+      if (front != job->index.end() && front->second == job->base) job->index.erase(front);
+      job->seq.pop_front();
+      ++job->base;
     }
-    job->matches.Push(found < window);
-    if (found == window) return;
-    job->seq[found].read = true;
-    for (size_t i = 0; i + kSkipLag < found; ++i) job->seq[i].read = true;
-    while (!job->seq.empty() && job->seq.front().read) job->seq.pop_front();
   }
 
   void Propose(int64_t now_ns, size_t limit, std::vector<Candidate>* out) override {
@@ -220,8 +229,7 @@ class HintExpert final : public Expert {
   }
 
  private:
-  static constexpr size_t kReorderWindow = 64;
-  static constexpr size_t kSkipLag = 16;
+  static constexpr size_t kReorderWindow = 4096;
   static constexpr size_t kMatchWindow = 256;  // "the job's last N reads"
   static constexpr size_t kOverrideMinReads = 100;
 
@@ -230,7 +238,9 @@ class HintExpert final : public Expert {
     bool read = false;
   };
   struct Job {
-    std::deque<Declared> seq;
+    std::deque<Declared> seq;                 // from the first unread declared item
+    uint64_t base = 0;                        // the position of seq.front() in all declared
+    std::unordered_map<Key, uint64_t> index;  // key -> position of its latest declaration
     ReadRate rate;
     internal::HitWindow matches{kMatchWindow};
   };

@@ -293,7 +293,8 @@ void Ensemble::AddHint(const Hint& hint) {
   for (auto& e : state_->experts) e.expert->OnHint(hint);
 }
 
-std::vector<Candidate> Ensemble::Plan(int64_t now_ns, const std::function<bool(Key)>& cached) {
+std::vector<Candidate> Ensemble::Plan(int64_t now_ns, const std::function<bool(Key)>& cached,
+                                      uint64_t max_bytes) {
   State& s = *state_;
   s.now_ns = std::max(s.now_ns, now_ns);
   s.Expire();
@@ -378,11 +379,14 @@ std::vector<Candidate> Ensemble::Plan(int64_t now_ns, const std::function<bool(K
   // Issue within the budget; one item larger than the budget goes alone.
   std::vector<Candidate> plan;
   const uint64_t budget = s.budget();
+  uint64_t planned = 0;
   for (const Ranked& r : ranked) {
-    if (s.in_flight_bytes >= budget) break;
+    if (s.in_flight_bytes >= budget || planned >= max_bytes) break;
     const Candidate& c = r.m->best;
     const uint64_t bytes = c.item.size;
     if (s.in_flight_bytes + bytes > budget && s.in_flight_bytes != 0) continue;
+    if (planned + bytes > max_bytes) continue;
+    planned += bytes;
     s.in_flight[c.item.key] = bytes;
     s.in_flight_bytes += bytes;
     s.bytes_prefetched += bytes;
@@ -414,6 +418,7 @@ void Ensemble::Landed(Key key, uint64_t bytes, bool ok) {
   if (ok) {
     it->second.landed = true;
   } else {
+    s.bytes_prefetched -= std::min(s.bytes_prefetched, it->second.bytes);
     s.issued.erase(it);  // nothing arrived: neither useful nor wasted
   }
 }

@@ -101,9 +101,11 @@ class Ensemble {
 
   void Observe(const Request& read, bool hit);
   void AddHint(const Hint& hint);
-  // Candidates to fetch now, best first, within the budget less the bytes in flight; `cached`
-  // says which items need no fetch (held, or in flight).
-  std::vector<Candidate> Plan(int64_t now_ns, const std::function<bool(Key)>& cached);
+  // Candidates to fetch now, best first, within the budget less the bytes in flight and at
+  // most `max_bytes` in all (the room the caller has for them); `cached` says which items
+  // need no fetch (held, or in flight).
+  std::vector<Candidate> Plan(int64_t now_ns, const std::function<bool(Key)>& cached,
+                              uint64_t max_bytes = UINT64_MAX);
   // A planned fetch finished (landed or failed): its bytes leave the in-flight budget.
   void Landed(Key key, uint64_t bytes, bool ok);
   // A prefetched item left the cache; unread, it counts as waste.

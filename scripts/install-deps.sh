@@ -16,6 +16,8 @@ PACKAGES=(
   zstd tar coreutils util-linux mount rsync
   # real S3 clients the S3 tests drive, and the reference servers the benchmarks compare with
   python3-boto3 awscli s3cmd rclone curl openssl nginx-light wrk
+  # PyTorch's DataLoader reads through a spoke in the NeuralCache test and benchmark
+  python3-torch
 )
 
 missing=()

@@ -64,6 +64,7 @@ class Admin {
   virtual Result<json> ListRules() = 0;
   virtual Status DeleteRule(const std::string& id) = 0;
   virtual Result<json> ListSpokes() = 0;
+  virtual Result<json> CacheStats() = 0;
 };
 
 // The identity store in the data directory, opened the way the hub opens it.
@@ -118,6 +119,9 @@ class LocalAdmin : public Admin {
   Status DeleteRule(const std::string& id) override { return store_->DeleteRule(id); }
   Result<json> ListSpokes() override {
     return FailedPrecondition("spokes attach to a running hub: ask it with --server URL");
+  }
+  Result<json> CacheStats() override {
+    return FailedPrecondition("NeuralCache runs in a spoke: ask it with --server URL");
   }
 
  private:
@@ -242,6 +246,7 @@ class RemoteAdmin : public Admin {
     return Call("DELETE", "rules/" + Segment(id)).status();
   }
   Result<json> ListSpokes() override { return ListCall("spokes", "spokes"); }
+  Result<json> CacheStats() override { return Call("GET", "cache"); }
 
  private:
   // One request to the API; `body` null sends none. A 204 gives null.
@@ -501,6 +506,53 @@ int RunSpokeList(CommandEnv& env, const AdminTarget& target) {
 
 int RunRuleDelete(CommandEnv& env, const AdminTarget& target, const std::string& id) {
   return WithAdmin(env, target, "rule delete", [&](Admin& admin) { return admin.DeleteRule(id); });
+}
+
+int RunCacheStats(CommandEnv& env, const AdminTarget& target) {
+  return WithAdmin(env, target, "cache stats", [&](Admin& admin) -> Status {
+    WEFT_ASSIGN_OR_RETURN(json s, admin.CacheStats());
+    if (env.options().json) {
+      PrintLine(env.out(), Dump(s));
+      return OkStatus();
+    }
+    auto num = [&](const json& j, const char* f) { return j.value(f, uint64_t{0}); };
+    char ratio[32];
+    std::snprintf(ratio, sizeof ratio, "%.1f %%", 100 * s.value("hit_ratio", 0.0));
+    std::vector<std::vector<std::string>> rows = {
+        {"policy", Str(s, "policy") + " " + Str(s, "policy_state")},
+        {"kept", HumanBytes(num(s, "used_bytes")) + " of " +
+                     (num(s, "capacity_bytes") ? HumanBytes(num(s, "capacity_bytes"))
+                                               : std::string("unlimited")) +
+                     " in " + std::to_string(num(s, "items")) + " items"},
+        {"reads", std::to_string(num(s, "reads")) + " items, " + HumanBytes(num(s, "bytes_read"))},
+        {"hits",
+         std::to_string(num(s, "hits")) + " (" + ratio + "), " + HumanBytes(num(s, "bytes_hit"))}};
+    const json p = s.value("prefetch", json());
+    if (!p.is_object()) {
+      rows.push_back({"prefetch", "off"});
+      PrintTable(env.out(), rows);
+      return OkStatus();
+    }
+    rows.push_back({"prefetched", HumanBytes(num(p, "bytes_prefetched")) + ", " +
+                                      HumanBytes(num(p, "bytes_wasted")) + " of it unread, " +
+                                      std::to_string(num(p, "late")) + " late"});
+    rows.push_back({"budget", HumanBytes(num(p, "budget_bytes")) + " in flight at most" +
+                                  (p.value("hints_override", false) ? " (hints override)" : "")});
+    PrintTable(env.out(), rows);
+    PrintLine(env.out(), "");
+    std::vector<std::vector<std::string>> experts = {
+        {"EXPERT", "WEIGHT", "PRECISION", "ISSUED", "USEFUL", "SHADOW", "STATE"}};
+    for (const json& e : p.value("experts", json::array())) {
+      char weight[16], precision[16];
+      std::snprintf(weight, sizeof weight, "%.3f", e.value("weight", 0.0));
+      std::snprintf(precision, sizeof precision, "%.2f", e.value("precision", 0.0));
+      experts.push_back({Str(e, "name"), weight, precision, std::to_string(num(e, "issued")),
+                         std::to_string(num(e, "useful")), std::to_string(num(e, "shadow")),
+                         e.value("retired", false) ? "retired" : "active"});
+    }
+    PrintTable(env.out(), experts);
+    return OkStatus();
+  });
 }
 
 }  // namespace weft::cli

@@ -41,4 +41,7 @@ int RunRuleDelete(CommandEnv& env, const AdminTarget& target, const std::string&
 // The spokes attached to the hub at target.server (site, tags, portals, leases, bytes).
 int RunSpokeList(CommandEnv& env, const AdminTarget& target);
 
+// The NeuralCache of the spoke at target.server: policy, hits, prefetching and its experts.
+int RunCacheStats(CommandEnv& env, const AdminTarget& target);
+
 }  // namespace weft::cli

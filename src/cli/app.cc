@@ -7,6 +7,8 @@
 
 #include "base/bytes.h"
 #include "cli/admin.h"
+#include "cli/cache_sim.h"
+#include "cli/demo.h"
 #include "server/hub.h"
 
 #ifndef WEFT_VERSION
@@ -339,6 +341,16 @@ int RunWeft(int argc, char** argv, const VolumeOpener& opener, int in_fd, FILE* 
         "weft --server https://hub:9000 spokes --json");
     spokes_cmd->callback(
         [&] { action = [&](CommandEnv& env) { return RunSpokeList(env, admin); }; });
+    CLI::App* cache_cmd = AddCommand(app, "cache", "Inspect a spoke's NeuralCache.",
+                                     "weft --server http://127.0.0.1:9100 cache stats");
+    cache_cmd->require_subcommand(1);
+    CLI::App* cache_stats_cmd = AddCommand(
+        *cache_cmd, "stats",
+        "Show the NeuralCache of the spoke at --server: its eviction policy, what it keeps, its\n"
+        "hit ratio, and what prefetching fetched, wasted and how each expert is weighted.",
+        "weft --server http://127.0.0.1:9100 cache stats --json");
+    cache_stats_cmd->callback(
+        [&] { action = [&](CommandEnv& env) { return RunCacheStats(env, admin); }; });
 
     server::HubOptions serve;
     CLI::App* serve_cmd = AddCommand(
@@ -391,7 +403,7 @@ int RunWeft(int argc, char** argv, const VolumeOpener& opener, int in_fd, FILE* 
     std::string cache_size = "64G";
     spoke_cmd
         ->add_option("--cache-size", cache_size,
-                     "Chunk bytes to keep in --cache (K/M/G/T); least recently used go first")
+                     "Chunk bytes to keep in --cache (K/M/G/T); --cache-policy picks what stays")
         ->capture_default_str();
     spoke_cmd->add_option("--site", spoke.site, "This site's name, as the hub lists it")
         ->required();
@@ -419,6 +431,25 @@ int RunWeft(int argc, char** argv, const VolumeOpener& opener, int in_fd, FILE* 
                         "expired (S3 adds a 'Warning: 110' header) instead of failing");
     spoke_cmd->add_option("--region", spoke.region, "Region clients sign requests for")
         ->capture_default_str();
+    spoke_cmd
+        ->add_option("--cache-policy", spoke.cache_policy,
+                     "NeuralCache's eviction policy: neural (epoch-aware, falling back to\n"
+                     "S3-FIFO when the data fits), epoch, s3fifo, sieve, arc, lru, pin; or off\n"
+                     "(least recently used chunks, no prefetching)")
+        ->capture_default_str();
+    spoke_cmd
+        ->add_option("--prefetch", spoke.prefetch,
+                     "Prefetch experts: all, none, or a comma list of hints, epoch,\n"
+                     "readahead, history, dir, peer")
+        ->capture_default_str();
+    spoke_cmd
+        ->add_option("--wan-mbit", spoke.wan_mbit,
+                     "Bandwidth to the hub that prefetching plans for (Mbit/s)")
+        ->capture_default_str();
+    spoke_cmd
+        ->add_option("--wan-rtt-ms", spoke.wan_rtt_ms,
+                     "Round trip to the hub that prefetching plans for (ms)")
+        ->capture_default_str();
     spoke_cmd->callback([&] {
       action = [&](CommandEnv& env) {
         spoke.hub_timeout = std::chrono::milliseconds(hub_timeout_ms);
@@ -432,6 +463,41 @@ int RunWeft(int argc, char** argv, const VolumeOpener& opener, int in_fd, FILE* 
         return served.ok() ? kExitOk : env.Fail("spoke", served);
       };
     });
+
+    AddCacheSimCommands(app, action);
+
+    DemoOptions demo;
+    CLI::App* demo_cmd = AddCommand(
+        app, "demo",
+        "See a spoke and NeuralCache at work, on this machine, in about a minute: starts a hub,\n"
+        "a WAN emulator and a spoke behind it, writes an image-like dataset at the hub, and\n"
+        "reads shuffled epochs of it through the spoke as a PyTorch DataLoader would (workers\n"
+        "fetching batches ahead, a fixed compute time per batch). Prints per epoch the\n"
+        "accelerator utilisation (compute time / wall time), the cache hit ratio, the bytes\n"
+        "that crossed the WAN and the prefetches each expert got right. Cleans up after itself.",
+        "weft demo --epochs 3 --delay-ms 20 --rate-mbit 500");
+    demo_cmd->add_option("--files", demo.files, "Files in the dataset")->capture_default_str();
+    demo_cmd->add_option("--mean-kb", demo.mean_kb, "Mean file size in KB (log-normal)")
+        ->capture_default_str();
+    demo_cmd->add_option("--epochs", demo.epochs, "Shuffled epochs to read")->capture_default_str();
+    demo_cmd->add_option("--batch", demo.batch, "Files per batch")->capture_default_str();
+    demo_cmd->add_option("--compute-ms", demo.compute_ms, "Emulated compute per batch")
+        ->capture_default_str();
+    demo_cmd->add_option("--workers", demo.workers, "Loader workers")->capture_default_str();
+    demo_cmd->add_option("--delay-ms", demo.delay_ms, "WAN one-way delay")->capture_default_str();
+    demo_cmd->add_option("--rate-mbit", demo.rate_mbit, "WAN rate")->capture_default_str();
+    demo_cmd->add_option("--cache-size", demo.cache_size,
+                         "The spoke's --cache-size (default: 60 % of the dataset)");
+    demo_cmd->add_option("--cache-policy", demo.policy, "The spoke's --cache-policy")
+        ->capture_default_str();
+    demo_cmd->add_option("--prefetch", demo.prefetch, "The spoke's --prefetch")
+        ->capture_default_str();
+    demo_cmd->add_flag("!--no-hints", demo.hints, "Do not declare each epoch's order to the spoke");
+    demo_cmd->add_option("--dir", demo.dir, "Run in this new directory (default: under $TMPDIR)");
+    demo_cmd->add_flag("--keep", demo.keep, "Keep the directory and the processes' logs");
+    demo_cmd->add_option("--seed", demo.seed, "Seed of the dataset and the shuffles")
+        ->capture_default_str();
+    demo_cmd->callback([&] { action = [&](CommandEnv& env) { return RunDemo(env, demo); }; });
 
     CLI::App* dev_cmd = app.add_subcommand("dev", "Tools for developing and testing Weft");
     dev_cmd->require_subcommand(1);

@@ -2,7 +2,9 @@
 // behind CoherentVolume + HubService, and PortalVolumes talking to it through HubClient.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <map>
 #include <thread>
 
 #include "base/test_util.h"
@@ -555,6 +557,147 @@ TEST_F(FabricTest, StaleOkServesExpiredMetadataWhenTheHubIsGoneAndSaysSo) {
   Status gone = (*strict)->Stat(ctx_, "/data/x").status();
   EXPECT_EQ(gone.code(), StatusCode::kUnavailable);
   EXPECT_NE(gone.message().find("unreachable"), std::string::npos);
+}
+
+// --- NeuralCache in the spoke ---
+
+class NeuralCacheTest : public FabricTest {
+ protected:
+  // `files` files of about 50 KB under /data/train/c{0,1}/ at the hub; their paths.
+  std::vector<std::string> MakeDataset(int files) {
+    std::vector<std::string> paths;
+    WriteOptions parents;
+    parents.create_parents = true;
+    for (int i = 0; i < files; ++i) {
+      std::string path = "/data/train/c" + std::to_string(i % 2) + "/f" + std::to_string(i);
+      std::string data = RandomBytes(40'000 + 500 * i, 100 + i);
+      EXPECT_TRUE(Put(hub_.volume(), path, data, parents).ok());
+      contents_[path] = data;
+      paths.push_back(path);
+    }
+    return paths;
+  }
+
+  Result<std::unique_ptr<PortalVolume>> OpenCachingSpoke(std::string policy,
+                                                         std::vector<std::string> experts,
+                                                         uint64_t cache_bytes,
+                                                         std::shared_ptr<ChunkStore> store = {}) {
+    PortalVolumeOptions options;
+    options.cache_bytes = cache_bytes;
+    NeuralCacheOptions neural;
+    neural.policy = std::move(policy);
+    neural.experts = std::move(experts);
+    options.neural_cache = neural;
+    return OpenSpoke(hub_.url(), {"/data"}, std::move(store), options);
+  }
+
+  // Waits (up to 10 s) until the spoke issued prefetches of at least `bytes` and all landed.
+  static uint64_t WaitForPrefetched(NeuralCache& neural, uint64_t bytes) {
+    uint64_t got = 0;
+    for (int i = 0; i < 1000; ++i) {
+      const auto prefetch = neural.StatsJson()["prefetch"];
+      got = prefetch["bytes_prefetched"].get<uint64_t>();
+      if (got >= bytes && prefetch["in_flight_bytes"].get<uint64_t>() == 0) break;
+      std::this_thread::sleep_for(milliseconds(10));
+    }
+    return got;
+  }
+
+  std::map<std::string, std::string> contents_;
+};
+
+TEST_F(NeuralCacheTest, HintedFilesArriveBeforeTheyAreReadAndReadsMoveNothing) {
+  std::vector<std::string> paths = MakeDataset(30);
+  auto spoke = OpenCachingSpoke("neural", {"hints"}, 64 << 20);
+  ASSERT_TRUE(spoke.ok()) << spoke.status().ToString();
+  NeuralCache* neural = (*spoke)->neural_cache();
+  ASSERT_NE(neural, nullptr);
+
+  std::vector<std::string> order(paths.rbegin(), paths.rbegin() + 20);
+  HintRequest hint;
+  hint.job = "job-1";
+  hint.dataset = "/data/train";
+  hint.paths = order;
+  hint.paths.push_back("/data/train/c0/missing");
+  auto declared = neural->Hint(hint);
+  ASSERT_TRUE(declared.ok()) << declared.status().ToString();
+  EXPECT_EQ(declared->accepted, 20u);  // one item per small file
+  EXPECT_EQ(declared->unknown_count, 1u);
+  uint64_t bytes = 0;
+  for (const std::string& p : order) bytes += contents_[p].size();
+  EXPECT_GE(WaitForPrefetched(*neural, bytes), bytes);
+
+  // Reading them now (as the hinted job) moves no chunk: all arrived ahead.
+  const uint64_t fetched = (*spoke)->Stats().chunks_fetched;
+  RequestContext job;
+  job.principal = "job-1";
+  for (const std::string& p : order) {
+    auto reader = (*spoke)->OpenReader(job, p);
+    ASSERT_TRUE(reader.ok());
+    EXPECT_EQ(*(*reader)->ReadAt(0, (*reader)->info().size), contents_[p]) << p;
+  }
+  EXPECT_EQ((*spoke)->Stats().chunks_fetched, fetched);
+  const auto stats = neural->StatsJson();
+  EXPECT_EQ(stats["reads"].get<uint64_t>(), 20u);
+  EXPECT_EQ(stats["hits"].get<uint64_t>(), 20u);
+  EXPECT_EQ(stats["prefetch"]["experts"][0]["name"], "hints");
+  EXPECT_EQ(stats["prefetch"]["useful"].get<uint64_t>(), 20u);
+  EXPECT_NE(neural->MetricsText().find("weft_cache_hits_total 20"), std::string::npos);
+
+  // Bad hints change nothing and say why.
+  HintRequest outside = hint;
+  outside.paths = {"/data/other"};
+  EXPECT_EQ(neural->Hint(outside).status().code(), StatusCode::kInvalidArgument);
+  HintRequest bad_rank = hint;
+  bad_rank.paths.clear();
+  bad_rank.rank = 2;
+  bad_rank.world_size = 2;
+  EXPECT_EQ(neural->Hint(bad_rank).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST_F(NeuralCacheTest, SeedHintsSplitTheDatasetByRankInTheDocumentedOrder) {
+  std::vector<std::string> paths = MakeDataset(10);
+  auto spoke = OpenCachingSpoke("neural", {"hints"}, 64 << 20);
+  ASSERT_TRUE(spoke.ok()) << spoke.status().ToString();
+  HintRequest hint;
+  hint.dataset = "/data/train";
+  hint.seed = 7;
+  hint.epoch = 1;
+  hint.rank = 1;
+  hint.world_size = 3;
+  auto declared = (*spoke)->neural_cache()->Hint(hint);
+  ASSERT_TRUE(declared.ok()) << declared.status().ToString();
+  EXPECT_EQ(declared->accepted, 3u);  // ranks take 4, 3 and 3 of 10
+  // The order is a permutation, fixed by the seed.
+  std::vector<uint64_t> order = PermutationOrder(10, 8);
+  std::vector<uint64_t> sorted = order;
+  std::sort(sorted.begin(), sorted.end());
+  for (uint64_t i = 0; i < 10; ++i) EXPECT_EQ(sorted[i], i);
+  EXPECT_EQ(order, PermutationOrder(10, 8));
+  EXPECT_NE(order, PermutationOrder(10, 9));
+}
+
+TEST_F(NeuralCacheTest, ThePolicyDecidesWhatStaysAndItsChunksStayWithinTheLimit) {
+  std::vector<std::string> paths = MakeDataset(40);  // about 2 MB
+  auto store = std::shared_ptr<ChunkStore>(NewMemChunkStore());
+  auto spoke = OpenCachingSpoke("epoch", {"none"}, 1 << 20, store);
+  ASSERT_TRUE(spoke.ok()) << spoke.status().ToString();
+  NeuralCache* neural = (*spoke)->neural_cache();
+  // Two shuffled epochs: epoch-aware eviction keeps what it admitted first and bypasses the
+  // rest, so the second epoch hits about as many files as fit (LRU would hit almost none).
+  for (int epoch = 0; epoch < 2; ++epoch) {
+    std::vector<uint64_t> order = PermutationOrder(paths.size(), epoch);
+    for (uint64_t i : order) {
+      EXPECT_EQ(*Get(**spoke, paths[i]), contents_[paths[i]]);
+    }
+  }
+  const auto stats = neural->StatsJson();
+  EXPECT_TRUE(stats["prefetch"].is_null());
+  EXPECT_LE(stats["used_bytes"].get<uint64_t>(), (1u << 20) / 10 * 8);
+  EXPECT_GE(stats["hits"].get<uint64_t>(), 12u);  // ~16 files fit in 800 KB
+  EXPECT_LE(store->Stats().raw_bytes, 1u << 20);
+  // Held chunks were released as items left: the store's LRU could evict down to its limit.
+  EXPECT_GT((*spoke)->Stats().evictions, 0u);
 }
 
 }  // namespace

@@ -299,16 +299,36 @@ Status HubService::Events(Call& call) {
 
 Status HubService::Lookup(Call& call) {
   const std::string spoke = call.args.at("spoke").get<std::string>();
-  WEFT_ASSIGN_OR_RETURN(std::string path, NormalisePath(call.args.at("path").get<std::string>()));
+  if (!call.args.contains("paths")) return LookupOne(call, spoke, call.args, &call.reply);
+  // A batch (a spoke prefetching many files): one answer per path, each with its own lease
+  // or error, so one missing file does not fail the others.
+  const json& paths = call.args.at("paths");
+  if (!paths.is_array() || paths.size() > kMaxLookupBatch) {
+    return InvalidArgument("'paths' must be a list of at most " + std::to_string(kMaxLookupBatch) +
+                           " paths");
+  }
+  json results = json::array();
+  for (const json& p : paths) {
+    json one = json::object();
+    Status s = LookupOne(call, spoke, json{{"path", p}}, &one);
+    if (!s.ok()) one["error"] = StatusToJson(s);
+    results.push_back(std::move(one));
+  }
+  call.reply["results"] = std::move(results);
+  return OkStatus();
+}
+
+Status HubService::LookupOne(Call& call, const std::string& spoke, const json& args, json* reply) {
+  WEFT_ASSIGN_OR_RETURN(std::string path, NormalisePath(args.at("path").get<std::string>()));
   ReadOptions opts;
-  opts.snapshot = OptionalString(call.args, "snapshot");
+  opts.snapshot = OptionalString(args, "snapshot");
   WEFT_RETURN_IF_ERROR(AuthorizeRead(call.ctx, auth::kRead, path));
   WEFT_RETURN_IF_ERROR(CheckResidency(call.ctx, call.tags, path, opts));
-  if (auto version = OptionalString(call.args, "version")) {
+  if (auto version = OptionalString(args, "version")) {
     // A version never changes: no lease.
     WEFT_ASSIGN_OR_RETURN(auto reader, OpenVersion(call.ctx, path, *version));
-    call.reply["info"] = InfoToJson(reader->info());
-    call.reply["chunks"] = ChunksToJson(reader->chunks());
+    (*reply)["info"] = InfoToJson(reader->info());
+    (*reply)["chunks"] = ChunksToJson(reader->chunks());
     return OkStatus();
   }
   Result<FileInfo> info = Internal("not read");
@@ -321,10 +341,10 @@ Status HubService::Lookup(Call& call) {
       if (reader.ok()) chunks = (*reader)->chunks();
     }
   });
-  call.reply["lease_ms"] = lease.count();
+  (*reply)["lease_ms"] = lease.count();
   if (!info.ok()) return info.status();  // NotFound keeps its lease: absence is cached too
-  call.reply["info"] = InfoToJson(*info);
-  if (info->type == FileType::kFile) call.reply["chunks"] = ChunksToJson(chunks);
+  (*reply)["info"] = InfoToJson(*info);
+  if (info->type == FileType::kFile) (*reply)["chunks"] = ChunksToJson(chunks);
   return OkStatus();
 }
 

@@ -81,6 +81,9 @@ class HubService : public net::HttpHandler {
   // The attached spokes with their current leases, as GET spokes lists them.
   nlohmann::json SpokesJson();
 
+  // Paths one batched `lookup` may name.
+  static constexpr size_t kMaxLookupBatch = 1000;
+
  private:
   struct Call;
   struct Upload;
@@ -89,6 +92,9 @@ class HubService : public net::HttpHandler {
   Status Attach(Call& call);
   Status Events(Call& call);
   Status Lookup(Call& call);
+  // One path of a lookup ("path", optional "snapshot" and "version" in `args`) into `reply`.
+  Status LookupOne(Call& call, const std::string& spoke, const nlohmann::json& args,
+                   nlohmann::json* reply);
   Status List(Call& call);
   Status Manifest(Call& call);
   // A version of `path`, also when `path` is in a snapshot (/.weft/snapshots/NAME/...).

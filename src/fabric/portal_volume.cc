@@ -64,11 +64,12 @@ class PortalVolumeImpl;
 class PortalFileReader final : public FileReader {
  public:
   PortalFileReader(PortalVolumeImpl* volume, FileInfo info, std::string hub_path,
-                   std::vector<ChunkRef> chunks)
+                   std::vector<ChunkRef> chunks, uint32_t job)
       : volume_(volume),
         info_(std::move(info)),
         hub_path_(std::move(hub_path)),
-        chunks_(std::move(chunks)) {
+        chunks_(std::move(chunks)),
+        job_(job) {
     offsets_.reserve(chunks_.size() + 1);
     uint64_t off = 0;
     for (const ChunkRef& c : chunks_) {
@@ -88,15 +89,21 @@ class PortalFileReader final : public FileReader {
  private:
   // Makes chunks [first, last] local, plus read-ahead when the reader is sequential.
   Status Ensure(size_t first, size_t last);
+  // Tells NeuralCache of the blocks of [offset, offset + length) this reader has not read yet.
+  void ReportRead(uint64_t offset, uint64_t length);
+  // The ids of the chunks that overlap block `block` (cache::kBlockBytes each).
+  std::vector<ChunkId> BlockChunkIds(uint32_t block) const;
 
   PortalVolumeImpl* volume_;
   FileInfo info_;
   std::string hub_path_;
   std::vector<ChunkRef> chunks_;
   std::vector<uint64_t> offsets_;
+  const uint32_t job_;
   std::mutex mu_;
   uint64_t next_offset_ = 0;    // GUARDED_BY(mu_): where a sequential reader goes next
   size_t fetched_through_ = 0;  // GUARDED_BY(mu_): read-ahead already covers below this
+  std::vector<bool> reported_;  // GUARDED_BY(mu_): blocks NeuralCache was told of
 };
 
 class PortalFileWriter final : public FileWriter {
@@ -136,7 +143,7 @@ class PortalFileWriter final : public FileWriter {
   bool done_ = false;
 };
 
-class PortalVolumeImpl final : public PortalVolume {
+class PortalVolumeImpl final : public PortalVolume, private DataStore {
  public:
   PortalVolumeImpl(std::unique_ptr<HubClient> hub, std::shared_ptr<ChunkStore> chunks,
                    PortalVolumeOptions options)
@@ -154,6 +161,7 @@ class PortalVolumeImpl final : public PortalVolume {
   }
 
   ~PortalVolumeImpl() override {
+    neural_.reset();  // its prefetch threads call into this volume
     stop_ = true;
     if (poller_.joinable()) poller_.join();
   }
@@ -165,7 +173,19 @@ class PortalVolumeImpl final : public PortalVolume {
     hub_->SetForgottenHandler([this] { cache_.Clear(); });
     WEFT_RETURN_IF_ERROR(hub_->Attach(req).status());
     poller_ = std::thread([this] { PollLoop(); });
+    if (options_.neural_cache) {
+      NeuralCacheOptions n = *options_.neural_cache;
+      n.capacity_bytes = options_.cache_bytes / 10 * 8;
+      n.staging_bytes = options_.cache_bytes - n.capacity_bytes;
+      n.prefetch_threads = std::max<size_t>(1, hub_->connections());
+      WEFT_ASSIGN_OR_RETURN(neural_, NeuralCache::Create(std::move(n), this));
+    }
     return OkStatus();
+  }
+
+  NeuralCache* neural_cache() override { return neural_.get(); }
+  uint32_t JobOf(const RequestContext& ctx) const {
+    return JobId(ctx.principal.empty() ? "anonymous" : ctx.principal);
   }
 
   void SetInvalidationHook(std::function<void(const Affected&)> hook) override {
@@ -203,6 +223,148 @@ class PortalVolumeImpl final : public PortalVolume {
     bounded_->Trim();
   }
   const PortalVolumeOptions& options() const { return options_; }
+
+  // --- DataStore, for NeuralCache ---
+
+  std::vector<Result<std::vector<ChunkId>>> FetchAndHold(
+      const std::vector<ItemRef>& items) override {
+    std::vector<Result<std::vector<ChunkId>>> out(items.size(), Internal("not fetched"));
+    // Metadata: leased answers where cached, one batched lookup for the rest (snapshot paths
+    // resolve through their pinned views).
+    std::vector<Resolved> resolved(items.size());
+    std::vector<bool> have(items.size(), false);
+    std::vector<size_t> ask;
+    for (size_t i = 0; i < items.size(); ++i) {
+      Result<Mapped> m = Map(items[i].path);
+      if (!m.ok() || m->virtual_dir) {
+        out[i] = m.ok() ? IsADirectory(m->local + ": is a directory") : m.status();
+        continue;
+      }
+      if (IsAtOrUnder(m->local, "/.weft")) {
+        Result<Resolved> r = Resolve(*m, std::nullopt);
+        if (!r.ok()) {
+          out[i] = r.status();
+          continue;
+        }
+        resolved[i] = std::move(*r);
+        have[i] = true;
+        continue;
+      }
+      resolved[i].fetch_path = m->hub;
+      const std::string key = LeaseKey(ParentDir(m->hub), std::nullopt);
+      if (auto hit = cache_.FindLookup(key, m->hub, Clock::now())) {
+        ++metadata_hits_;
+        resolved[i].lookup = *hit;
+        have[i] = true;
+      } else {
+        ask.push_back(i);
+      }
+    }
+    for (size_t start = 0; start < ask.size(); start += HubService::kMaxLookupBatch) {
+      const size_t end = std::min(ask.size(), start + HubService::kMaxLookupBatch);
+      std::vector<MetaCache::Ticket> tickets;
+      json paths = json::array();
+      for (size_t k = start; k < end; ++k) {
+        const std::string& hub_path = resolved[ask[k]].fetch_path;
+        tickets.push_back(cache_.Begin(LeaseKey(ParentDir(hub_path), std::nullopt), Clock::now()));
+        paths.push_back(hub_path);
+      }
+      metadata_misses_ += end - start;
+      Result<json> reply = hub_->Call("lookup", {{"paths", std::move(paths)}});
+      if (reply.ok() && (!reply->contains("results") || !(*reply)["results"].is_array() ||
+                         (*reply)["results"].size() != end - start)) {
+        reply = InvalidArgument("malformed batch lookup from the hub");
+      }
+      for (size_t k = start; k < end; ++k) {
+        const size_t i = ask[k];
+        if (!reply.ok()) {
+          out[i] = reply.status();
+          continue;
+        }
+        const json& one = (*reply)["results"][k - start];
+        CachedLookup result;
+        if (one.contains("error")) {
+          result.status = StatusFromJson(one.at("error"));
+          if (!IsPathError(result.status)) {
+            out[i] = result.status;
+            continue;
+          }
+        } else {
+          Result<FileInfo> info = InfoFromJson(one.at("info"));
+          Result<std::vector<ChunkRef>> chunks =
+              one.contains("chunks") ? ChunksFromJson(one.at("chunks"))
+                                     : Result<std::vector<ChunkRef>>(std::vector<ChunkRef>());
+          if (!info.ok() || !chunks.ok()) {
+            out[i] = info.ok() ? chunks.status() : info.status();
+            continue;
+          }
+          result.info = std::move(*info);
+          result.chunks = std::move(*chunks);
+        }
+        cache_.InstallLookup(tickets[k - start], one.value("lease_ms", int64_t{0}), Clock::now(),
+                             resolved[i].fetch_path, result);
+        resolved[i].lookup = std::move(result);
+        have[i] = true;
+      }
+    }
+    // Then the chunks of every block asked for, in as few requests as the batch size allows.
+    std::vector<FetchItem> fetch;
+    std::vector<size_t> fetched_for;
+    std::vector<std::vector<ChunkId>> ids(items.size());
+    for (size_t i = 0; i < items.size(); ++i) {
+      if (!have[i]) continue;
+      const CachedLookup& l = resolved[i].lookup;
+      if (!l.status.ok()) {
+        out[i] = l.status;
+        continue;
+      }
+      if (l.info.type != FileType::kFile || l.info.version_id != items[i].version) {
+        out[i] = FailedPrecondition(items[i].path + ": changed since it was predicted");
+        continue;
+      }
+      const uint64_t begin = uint64_t{items[i].block} * cache::kBlockBytes;
+      const uint64_t end = begin + cache::kBlockBytes;
+      FetchItem f{resolved[i].fetch_path, items[i].version, &l.chunks, {}};
+      uint64_t off = 0;
+      for (size_t c = 0; c < l.chunks.size() && off < end; off += l.chunks[c].length, ++c) {
+        if (off + l.chunks[c].length <= begin) continue;
+        f.indices.push_back(c);
+        ids[i].push_back(l.chunks[c].id);
+      }
+      Hold(ids[i]);
+      fetch.push_back(std::move(f));
+      fetched_for.push_back(i);
+    }
+    Status fetched = FetchMany(fetch);
+    for (size_t i : fetched_for) {
+      if (fetched.ok()) {
+        out[i] = std::move(ids[i]);
+      } else {
+        Release(ids[i]);
+        out[i] = fetched;
+      }
+    }
+    return out;
+  }
+  void Hold(const std::vector<ChunkId>& ids) override {
+    for (const ChunkId& id : ids) HoldChunk(id);
+  }
+  void Release(const std::vector<ChunkId>& ids) override { ReleaseChunks(ids); }
+  Result<std::vector<FileInfo>> List(const std::string& dir) override {
+    std::vector<FileInfo> out;
+    ReadDirOptions opts;
+    opts.with_info = true;
+    opts.limit = 1000;
+    for (bool more = true; more;) {
+      WEFT_ASSIGN_OR_RETURN(ReadDirPage page, ReadDir(RequestContext{}, dir, opts));
+      more = page.truncated;
+      for (DirEntry& e : page.entries) {
+        opts.start_after = e.name;
+        if (e.info) out.push_back(std::move(*e.info));
+      }
+    }
+    return out;
+  }
 
   // --- path mapping ---
 
@@ -427,25 +589,46 @@ class PortalVolumeImpl final : public PortalVolume {
 
   // --- chunks ---
 
-  // Fetches the listed chunks of one version that are not local, in parallel batches.
+  // Chunks of one version to fetch: chunks[indices].
+  struct FetchItem {
+    std::string hub_path;
+    std::string version;
+    const std::vector<ChunkRef>* chunks = nullptr;
+    std::vector<size_t> indices;
+  };
+
+  // Fetches the listed chunks of one version that are not local, in parallel batches; with
+  // `force`, also those the store claims (an eviction round may be removing them).
   Status FetchChunks(const std::string& hub_path, const std::string& version,
-                     const std::vector<ChunkRef>& chunks, const std::vector<size_t>& indices) {
-    std::vector<std::vector<size_t>> batches(1);
+                     const std::vector<ChunkRef>& chunks, const std::vector<size_t>& indices,
+                     bool force = false) {
+    return FetchMany({FetchItem{hub_path, version, &chunks, indices}}, force);
+  }
+
+  // Fetches the chunks `items` name that are not local: requests of up to batch_bytes, each
+  // carrying chunks of as many files as fit, one per connection at a time.
+  Status FetchMany(const std::vector<FetchItem>& items, bool force = false) {
+    using Batch = std::vector<std::pair<size_t, std::vector<size_t>>>;  // (item, indices)
+    std::vector<Batch> batches(1);
     uint64_t batch_bytes = 0;
     std::unordered_set<ChunkId, ChunkIdHash> seen;
-    for (size_t i : indices) {
-      const ChunkRef& c = chunks[i];
-      if (!seen.insert(c.id).second) continue;
-      if (chunks_->Contains(c.id)) {
-        ++chunk_hits_;
-        continue;
+    for (size_t k = 0; k < items.size(); ++k) {
+      for (size_t i : items[k].indices) {
+        const ChunkRef& c = (*items[k].chunks)[i];
+        if (!seen.insert(c.id).second) continue;
+        if (!force && chunks_->Contains(c.id)) {
+          ++chunk_hits_;
+          continue;
+        }
+        if (batch_bytes + c.length > options_.batch_bytes && !batches.back().empty()) {
+          batches.emplace_back();
+          batch_bytes = 0;
+        }
+        Batch& b = batches.back();
+        if (b.empty() || b.back().first != k) b.emplace_back(k, std::vector<size_t>());
+        b.back().second.push_back(i);
+        batch_bytes += c.length;
       }
-      if (batch_bytes + c.length > options_.batch_bytes && !batches.back().empty()) {
-        batches.emplace_back();
-        batch_bytes = 0;
-      }
-      batches.back().push_back(i);
-      batch_bytes += c.length;
     }
     if (batches.back().empty()) batches.pop_back();
     // At most one batch per connection at a time; waves of them for a long read.
@@ -455,9 +638,14 @@ class PortalVolumeImpl final : public PortalVolume {
       std::vector<std::future<Status>> running;
       for (size_t b = start; b < std::min(batches.size(), start + parallel); ++b) {
         running.push_back(std::async(std::launch::async, [&, batch = batches[b]]() -> Status {
-          json args = {
-              {"items",
-               json::array({{{"path", hub_path}, {"version", version}, {"indices", batch}}})}};
+          json wanted = json::array();
+          size_t expected = 0;
+          for (const auto& [k, indices] : batch) {
+            wanted.push_back(
+                {{"path", items[k].hub_path}, {"version", items[k].version}, {"indices", indices}});
+            expected += indices.size();
+          }
+          json args = {{"items", std::move(wanted)}};
           WEFT_ASSIGN_OR_RETURN(std::string frames, hub_->CallBinary("fetch", args));
           bytes_fetched_ += frames.size();
           std::string_view in = frames;
@@ -468,9 +656,9 @@ class PortalVolumeImpl final : public PortalVolume {
             WEFT_RETURN_IF_ERROR(chunks_->Put(frame->id, AsBytes(frame->plaintext)).status());
             ++got;
           }
-          if (got != batch.size())
-            return Internal("hub sent " + std::to_string(got) + " of " +
-                            std::to_string(batch.size()) + " chunks");
+          if (got != expected)
+            return Internal("hub sent " + std::to_string(got) + " of " + std::to_string(expected) +
+                            " chunks");
           chunks_fetched_ += got;
           return OkStatus();
         }));
@@ -756,13 +944,17 @@ class PortalVolumeImpl final : public PortalVolume {
     std::erase_if(page.entries, [&](const DirEntry& e) {
       return e.info && !CheckResident(m.local, *e.info).ok();
     });
+    std::vector<FileInfo> files;
     for (DirEntry& e : page.entries) {
-      if (e.info) e.info->path = Join(m.local, "/" + e.name);
+      if (!e.info) continue;
+      e.info->path = Join(m.local, "/" + e.name);
+      if (neural_ && !opts.snapshot && e.type == FileType::kFile) files.push_back(*e.info);
     }
+    if (!files.empty()) neural_->OnListing(m.local, files);
     return page;
   }
 
-  Result<std::unique_ptr<FileReader>> OpenReader(const RequestContext&, const std::string& path,
+  Result<std::unique_ptr<FileReader>> OpenReader(const RequestContext& ctx, const std::string& path,
                                                  const ReadOptions& opts) override {
     WEFT_ASSIGN_OR_RETURN(Mapped m, Map(path));
     if (m.virtual_dir) return IsADirectory(m.local + ": is a directory");
@@ -770,11 +962,12 @@ class PortalVolumeImpl final : public PortalVolume {
     CachedLookup& l = r.lookup;
     if (!l.status.ok()) return Status(l.status.code(), m.local + ": " + StripPath(l.status));
     if (l.info.type == FileType::kDirectory) return IsADirectory(m.local + ": is a directory");
-    return std::unique_ptr<FileReader>(
-        new PortalFileReader(this, Localise(l.info, m.local), r.fetch_path, std::move(l.chunks)));
+    return std::unique_ptr<FileReader>(new PortalFileReader(
+        this, Localise(l.info, m.local), r.fetch_path, std::move(l.chunks), JobOf(ctx)));
   }
 
-  Result<std::unique_ptr<FileReader>> OpenVersion(const RequestContext&, const std::string& path,
+  Result<std::unique_ptr<FileReader>> OpenVersion(const RequestContext& ctx,
+                                                  const std::string& path,
                                                   const std::string& version_id) override {
     WEFT_ASSIGN_OR_RETURN(Mapped m, Map(path));
     if (m.virtual_dir) return IsADirectory(m.local + ": is a directory");
@@ -784,7 +977,7 @@ class PortalVolumeImpl final : public PortalVolume {
     WEFT_ASSIGN_OR_RETURN(FileInfo info, InfoFromJson(reply.at("info")));
     WEFT_ASSIGN_OR_RETURN(std::vector<ChunkRef> chunks, ChunksFromJson(reply.at("chunks")));
     return std::unique_ptr<FileReader>(
-        new PortalFileReader(this, Localise(info, m.local), m.hub, std::move(chunks)));
+        new PortalFileReader(this, Localise(info, m.local), m.hub, std::move(chunks), JobOf(ctx)));
   }
 
   Result<std::unique_ptr<FileWriter>> OpenWriter(const RequestContext& ctx, const std::string& path,
@@ -1029,6 +1222,9 @@ class PortalVolumeImpl final : public PortalVolume {
   std::atomic<uint64_t> bytes_fetched_ = 0;
   std::atomic<uint64_t> invalidations_ = 0;
   std::atomic<uint64_t> stale_answers_ = 0;
+
+  // Set once by Start, before any reader exists; destroyed first (its threads call in here).
+  std::unique_ptr<NeuralCache> neural_;
 };
 
 // --- reader ---
@@ -1055,6 +1251,35 @@ Status PortalFileReader::Ensure(size_t first, size_t last) {
   return volume_->FetchChunks(hub_path_, info_.version_id, chunks_, wanted);
 }
 
+void PortalFileReader::ReportRead(uint64_t offset, uint64_t length) {
+  NeuralCache* neural = volume_->neural_cache();
+  if (neural == nullptr) return;
+  const auto first = static_cast<uint32_t>(offset / cache::kBlockBytes);
+  const auto last = static_cast<uint32_t>((offset + length - 1) / cache::kBlockBytes);
+  std::vector<uint32_t> fresh;
+  {
+    std::lock_guard lock(mu_);
+    if (reported_.empty()) reported_.resize(info_.size / cache::kBlockBytes + 1);
+    for (uint32_t b = first; b <= last && b < reported_.size(); ++b) {
+      if (!reported_[b]) fresh.push_back(b);
+      reported_[b] = true;
+    }
+  }
+  for (uint32_t b : fresh) {
+    neural->OnRead(job_, info_, b, b, [this](uint32_t block) { return BlockChunkIds(block); });
+  }
+}
+
+std::vector<ChunkId> PortalFileReader::BlockChunkIds(uint32_t block) const {
+  const uint64_t begin = uint64_t{block} * cache::kBlockBytes;
+  const uint64_t end = begin + cache::kBlockBytes;
+  std::vector<ChunkId> ids;
+  for (size_t i = 0; i < chunks_.size() && offsets_[i] < end; ++i) {
+    if (offsets_[i + 1] > begin) ids.push_back(chunks_[i].id);
+  }
+  return ids;
+}
+
 Result<std::string> PortalFileReader::ReadAt(uint64_t offset, uint64_t length) {
   std::string out;
   if (offset >= info_.size || length == 0) return out;
@@ -1062,6 +1287,7 @@ Result<std::string> PortalFileReader::ReadAt(uint64_t offset, uint64_t length) {
   size_t first = std::upper_bound(offsets_.begin(), offsets_.end(), offset) - offsets_.begin() - 1;
   size_t last = std::upper_bound(offsets_.begin(), offsets_.end(), offset + length - 1) -
                 offsets_.begin() - 1;
+  ReportRead(offset, length);
   WEFT_RETURN_IF_ERROR(Ensure(first, last).WithContext(info_.path));
   out.reserve(length);
   for (size_t i = first; i <= last; ++i) {
@@ -1080,8 +1306,12 @@ Result<std::shared_ptr<const std::string>> PortalFileReader::ReadChunk(size_t in
   }
   const ChunkRef& c = chunks_[index];
   Result<std::shared_ptr<const std::string>> data = volume_->chunk_store().GetShared(c.id);
-  if (!data.ok() && data.status().code() == StatusCode::kNotFound) {
-    WEFT_RETURN_IF_ERROR(volume_->FetchChunks(hub_path_, info_.version_id, chunks_, {index}));
+  // Evicted since (or while) it was fetched: fetch it again, even if the store still lists
+  // it (an eviction round may be removing it right now).
+  for (int attempt = 0; attempt < 3 && !data.ok() && data.status().code() == StatusCode::kNotFound;
+       ++attempt) {
+    WEFT_RETURN_IF_ERROR(
+        volume_->FetchChunks(hub_path_, info_.version_id, chunks_, {index}, attempt > 0));
     data = volume_->chunk_store().GetShared(c.id);
   }
   if (!data.ok()) return data.status().WithContext(info_.path);

@@ -21,6 +21,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,7 @@
 #include "fabric/hub_client.h"
 #include "fabric/hub_service.h"
 #include "fabric/lease_table.h"
+#include "fabric/neural_cache.h"
 #include "vfs/volume.h"
 
 namespace weft::fabric {
@@ -58,6 +60,9 @@ struct PortalVolumeOptions {
   // When the hub cannot be reached, answer from cached metadata whose lease has expired
   // (marked FileInfo::stale) instead of failing: availability over consistency.
   bool stale_ok = false;
+  // NeuralCache: which fetched items to keep and what to fetch ahead. Its capacity is set
+  // from cache_bytes (80 %; the rest stages prefetches and reads the policy declines).
+  std::optional<NeuralCacheOptions> neural_cache;
   // How long one invalidation poll waits at the hub.
   std::chrono::milliseconds poll_wait{5'000};
 };
@@ -90,6 +95,8 @@ class PortalVolume : public Volume, public UpstreamLeases {
   virtual void SetInvalidationHook(std::function<void(const Affected&)> hook) = 0;
   virtual PortalStats Stats() const = 0;
   virtual const HubClient& hub() const = 0;
+  // Null when the spoke runs without NeuralCache.
+  virtual NeuralCache* neural_cache() = 0;
 };
 
 }  // namespace weft::fabric

@@ -22,6 +22,7 @@
 #include "server/identity.h"
 #include "server/router.h"
 #include "vfs/local_volume.h"
+#include "vfs/path.h"
 
 namespace weft::server {
 namespace {
@@ -86,6 +87,81 @@ std::string SpokeMetrics(const fabric::PortalVolume& portal) {
           "Answers from expired metadata while the hub was unreachable (--stale-ok).",
           s.stale_answers);
   return out;
+}
+
+std::vector<std::string> SplitCommaList(const std::string& text) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
+    if (comma == std::string::npos) comma = text.size();
+    if (comma > start) parts.push_back(text.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return parts;
+}
+
+// The REST body of `POST cache/hints` (docs/rest-api.md) as a HintRequest. Paths may be
+// relative to the dataset.
+Result<fabric::HintRequest> ParseHint(const RequestContext& ctx, const std::string& dataset,
+                                      const nlohmann::ordered_json& body) {
+  fabric::HintRequest hint;
+  hint.dataset = dataset;
+  hint.job = ctx.principal;
+  try {
+    for (const auto& [name, value] : body.items()) {
+      if (name == "dataset") continue;
+      if (name == "job") {
+        hint.job = value.get<std::string>();
+        if (hint.job.empty() || hint.job.size() > 256) {
+          return InvalidArgument("field 'job' must be 1 to 256 characters");
+        }
+      } else if (name == "paths") {
+        if (!value.is_array()) return InvalidArgument("field 'paths' must be a list of paths");
+        for (const auto& p : value) {
+          std::string path = p.get<std::string>();
+          if (!path.starts_with('/')) path = (dataset == "/" ? "/" : dataset + "/") + path;
+          Result<std::vector<std::string>> segments = SplitPath(path);
+          if (!segments.ok()) return segments.status().WithContext("hinted path");
+          hint.paths.push_back(JoinPath(*segments));
+        }
+      } else if (name == "sampler") {
+        hint.sampler = value.get<std::string>();
+      } else if (name == "seed") {
+        hint.seed = value.get<uint64_t>();
+      } else if (name == "epoch") {
+        hint.epoch = value.get<uint64_t>();
+      } else if (name == "rank") {
+        hint.rank = value.get<uint32_t>();
+      } else if (name == "world_size") {
+        hint.world_size = value.get<uint32_t>();
+      } else if (name == "append") {
+        hint.append = value.get<bool>();
+      } else {
+        return InvalidArgument("unknown field '" + name.substr(0, 40) + "' in a cache hint");
+      }
+    }
+  } catch (const nlohmann::json::exception&) {
+    return InvalidArgument(
+        "a cache hint's fields: job (string), paths (list of strings), sampler (string), seed, "
+        "epoch, rank, world_size (non-negative integers), append (boolean)");
+  }
+  return hint;
+}
+
+rest::RestFrontend::CacheControl CacheControlOf(fabric::NeuralCache* neural) {
+  rest::RestFrontend::CacheControl control;
+  control.stats = [neural] { return nlohmann::ordered_json::parse(neural->StatsJson().dump()); };
+  control.hint = [neural](const RequestContext& ctx, const std::string& dataset,
+                          const nlohmann::ordered_json& body) -> Result<nlohmann::ordered_json> {
+    WEFT_ASSIGN_OR_RETURN(fabric::HintRequest hint, ParseHint(ctx, dataset, body));
+    WEFT_ASSIGN_OR_RETURN(fabric::HintResult result, neural->Hint(hint));
+    return nlohmann::ordered_json{{"job", hint.job},
+                                  {"accepted_items", result.accepted},
+                                  {"unknown_paths", result.unknown_count},
+                                  {"unknown", result.unknown}};
+  };
+  return control;
 }
 
 }  // namespace
@@ -235,6 +311,14 @@ Status RunSpoke(const SpokeOptions& options, FILE* out) {
   portal_options.stale_ok = options.stale_ok;
   portal_options.cache_bytes = options.cache_bytes;
   portal_options.tags = options.tags;
+  if (options.cache_policy != "off") {
+    fabric::NeuralCacheOptions neural;
+    neural.policy = options.cache_policy;
+    if (options.prefetch != "all") neural.experts = SplitCommaList(options.prefetch);
+    neural.link_bytes_per_s = options.wan_mbit * 1e6 / 8;
+    neural.rtt_s = options.wan_rtt_ms / 1000;
+    portal_options.neural_cache = neural;
+  }
   const char* key = std::getenv("WEFT_HUB_ACCESS_KEY");
   const char* secret = std::getenv("WEFT_HUB_SECRET_KEY");
   if (key == nullptr || secret == nullptr) {
@@ -282,7 +366,14 @@ Status RunSpoke(const SpokeOptions& options, FILE* out) {
   fabric::HubService hub_service(volume.get(), &leases, identities.get(), {}, portal.get());
   rest.SetSpokesProvider(
       [&hub_service] { return nlohmann::ordered_json::parse(hub_service.SpokesJson().dump()); });
-  Router router(&s3, &rest, &hub_service, [&portal] { return SpokeMetrics(*portal); });
+  if (fabric::NeuralCache* neural = portal->neural_cache()) {
+    rest.SetCacheControl(CacheControlOf(neural));
+  }
+  Router router(&s3, &rest, &hub_service, [&portal] {
+    std::string text = SpokeMetrics(*portal);
+    if (fabric::NeuralCache* neural = portal->neural_cache()) text += neural->MetricsText();
+    return text;
+  });
   WEFT_ASSIGN_OR_RETURN(std::unique_ptr<net::HttpServer> server,
                         net::HttpServer::Start(http, &router));
   std::fprintf(out, "weft: spoke '%s' serving S3 at %s (hub %s, cache %s)\n", options.site.c_str(),

@@ -45,6 +45,12 @@ struct SpokeOptions {
   std::chrono::milliseconds hub_timeout{10'000};
   bool stale_ok = false;                   // serve expired metadata when the hub is unreachable
   std::chrono::milliseconds lease{5'000};  // granted to spokes chained to this one
+  // NeuralCache: the eviction policy ("off": plain LRU over chunks, no prefetching), the
+  // prefetch experts ("all", "none" or a comma list), and the link the prefetcher plans for.
+  std::string cache_policy = "neural";
+  std::string prefetch = "all";
+  double wan_mbit = 1000;
+  double wan_rtt_ms = 20;
   std::chrono::milliseconds shutdown_grace{30'000};
 };
 

@@ -343,6 +343,7 @@ struct Call {
   auth::IdentityStore& identities;
   Clock* clock;
   const RestFrontend::SpokesProvider& spokes;
+  const RestFrontend::CacheControl& cache;
   const ApiRequest& request;
   const json& body;
   const Route& route;
@@ -563,6 +564,19 @@ Result<Reply> ListSpokes(Call& c) {
   return Ok({{"spokes", c.spokes()}});
 }
 
+Result<Reply> CacheStats(Call& c) {
+  if (!c.cache.stats)
+    return NotFound("NoSuchEndpoint: this server runs no NeuralCache (a spoke does)");
+  return Ok(c.cache.stats());
+}
+
+Result<Reply> CacheHints(Call& c) {
+  if (!c.cache.hint)
+    return NotFound("NoSuchEndpoint: this server runs no NeuralCache (a spoke does)");
+  WEFT_ASSIGN_OR_RETURN(json result, c.cache.hint(c.ctx, c.route.target.path, c.body));
+  return Ok(std::move(result));
+}
+
 Result<Reply> Usage(Call& c) {
   WEFT_ASSIGN_OR_RETURN(UsageInfo u, c.volume.Usage(c.ctx));
   json out = {{"files", u.files},
@@ -702,6 +716,17 @@ Result<Route> RouteRequest(const ApiRequest& r, const json& body, Volume& volume
     WEFT_RETURN_IF_ERROR(PickMethod(m, {{"GET", &Usage}}, &route));
   } else if (Is(s, {"spokes"})) {
     WEFT_RETURN_IF_ERROR(PickMethod(m, {{"GET", &ListSpokes}}, &route));
+  } else if (Is(s, {"cache"})) {
+    WEFT_RETURN_IF_ERROR(PickMethod(m, {{"GET", &CacheStats}}, &route));
+    route.access = Access::kAnyUser;
+  } else if (Is(s, {"cache", "hints"})) {
+    WEFT_RETURN_IF_ERROR(PickMethod(m, {{"POST", &CacheHints}}, &route));
+    // Declaring what one will read needs read access to it; the spoke fetches nothing else.
+    WEFT_ASSIGN_OR_RETURN(std::string dataset, StringField(body, "dataset"));
+    WEFT_ASSIGN_OR_RETURN(std::vector<std::string> segments, SplitPath(dataset));
+    route.target.path = JoinPath(segments);
+    route.needed = auth::kRead;
+    route.resource = route.target.DirectoryResource();
   } else {
     return NotFound("NoSuchEndpoint: no endpoint " + std::string(kApiPrefix) +
                     (s.empty() ? "" : s[0].substr(0, 40)) + "...");
@@ -780,7 +805,7 @@ void RestFrontend::Handle(const net::HttpRequest& http, net::BodyReader& body,
     Status allowed = CheckAccess(*route, public_path, ctx.principal, identities_);
     if (!allowed.ok()) return fail(allowed);
     // 4. The handler.
-    Call call{volume_, identities_, clock_, spokes_, request, request_body, *route, ctx};
+    Call call{volume_, identities_, clock_, spokes_, cache_, request, request_body, *route, ctx};
     Result<Reply> reply = route->run(call);
     if (!reply.ok()) return fail(reply.status());
     SendJson(response, reply->http_status, reply->body ? &*reply->body : nullptr);

@@ -30,6 +30,17 @@ class RestFrontend : public net::HttpHandler {
   using SpokesProvider = std::function<nlohmann::ordered_json()>;
   void SetSpokesProvider(SpokesProvider provider) { spokes_ = std::move(provider); }
 
+  // What `GET cache` and `POST cache/hints` reach: a spoke's NeuralCache (set by a spoke's
+  // composition root; elsewhere both answer NotFound). `hint` gets the request body, whose
+  // "dataset" the front end has validated and authorised (read) already.
+  struct CacheControl {
+    std::function<nlohmann::ordered_json()> stats;
+    std::function<Result<nlohmann::ordered_json>(const RequestContext&, const std::string& dataset,
+                                                 const nlohmann::ordered_json& body)>
+        hint;
+  };
+  void SetCacheControl(CacheControl control) { cache_ = std::move(control); }
+
   void Handle(const net::HttpRequest& request, net::BodyReader& body,
               net::ResponseWriter& response) override;
   void HandleProtocolError(int status, std::string_view code, std::string_view message,
@@ -40,6 +51,7 @@ class RestFrontend : public net::HttpHandler {
   auth::IdentityStore& identities_;
   Clock* clock_;
   SpokesProvider spokes_;
+  CacheControl cache_;
 };
 
 }  // namespace weft::rest

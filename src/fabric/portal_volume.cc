@@ -175,8 +175,11 @@ class PortalVolumeImpl final : public PortalVolume, private DataStore {
     poller_ = std::thread([this] { PollLoop(); });
     if (options_.neural_cache) {
       NeuralCacheOptions n = *options_.neural_cache;
-      n.capacity_bytes = options_.cache_bytes / 10 * 8;
-      n.staging_bytes = options_.cache_bytes - n.capacity_bytes;
+      // The policy's items and the staged prefetches are held; what is left stays free for
+      // chunks in transit (reads the policy bypassed), so the store's own LRU can always get
+      // back under the limit without running an eviction round per fetched chunk.
+      n.capacity_bytes = options_.cache_bytes / 100 * 70;
+      n.staging_bytes = options_.cache_bytes / 100 * 15;
       n.prefetch_threads = std::max<size_t>(1, hub_->connections());
       WEFT_ASSIGN_OR_RETURN(neural_, NeuralCache::Create(std::move(n), this));
     }

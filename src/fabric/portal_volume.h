@@ -61,7 +61,8 @@ struct PortalVolumeOptions {
   // (marked FileInfo::stale) instead of failing: availability over consistency.
   bool stale_ok = false;
   // NeuralCache: which fetched items to keep and what to fetch ahead. Its capacity is set
-  // from cache_bytes (80 %; the rest stages prefetches and reads the policy declines).
+  // from cache_bytes: 70 % for the policy's items, 15 % for prefetches waiting to be read, and
+  // the rest for chunks in transit (reads the policy declines).
   std::optional<NeuralCacheOptions> neural_cache;
   // How long one invalidation poll waits at the hub.
   std::chrono::milliseconds poll_wait{5'000};

@@ -169,6 +169,22 @@ TEST_F(FabricTest, SpokeReadsWhatTheHubHoldsAndCachesIt) {
   EXPECT_EQ(v.Mkdir(ctx_, "/", 0755, false).status().code(), StatusCode::kAlreadyExists);
 }
 
+TEST_F(FabricTest, ASmallFileArrivesWithItsLookupInOneRoundTrip) {
+  const std::string small = RandomBytes(150'000, 21);
+  const std::string large = RandomBytes(3'000'000, 22);
+  ASSERT_TRUE(Put(hub_.volume(), "/data/small", small).ok());
+  ASSERT_TRUE(Put(hub_.volume(), "/data/large", large).ok());
+  auto spoke = OpenSpoke(hub_.url(), {"/data"});
+  ASSERT_TRUE(spoke.ok());
+  // The small file's bytes come inside the lookup's answer: no fetch call at all.
+  EXPECT_EQ(*Get(**spoke, "/data/small"), small);
+  EXPECT_EQ((*spoke)->hub().bytes_received(), 0u);
+  EXPECT_GT((*spoke)->Stats().chunks_fetched, 0u);
+  // A large file is fetched in batches as before.
+  EXPECT_EQ(*Get(**spoke, "/data/large"), large);
+  EXPECT_GT((*spoke)->hub().bytes_received(), large.size() / 2);
+}
+
 TEST_F(FabricTest, WriteAtSpokeIsDurableAtHubBeforeItReturns) {
   auto spoke = OpenSpoke(hub_.url(), {"/data"});
   ASSERT_TRUE(spoke.ok()) << spoke.status().ToString();

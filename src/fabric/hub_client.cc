@@ -183,11 +183,22 @@ auto HubClient::WithSpokeId(Fn&& send) -> decltype(send(std::string())) {
   return send(spoke_id());
 }
 
-Result<json> HubClient::Call(const std::string& op, json args, json* error_body) {
+Result<json> HubClient::Call(const std::string& op, json args, json* error_body,
+                             std::string* frames) {
   return WithSpokeId([&](const std::string& id) -> Result<json> {
     args["spoke"] = id;
     WEFT_ASSIGN_OR_RETURN(net::HttpResponse r, Send(op, "application/json", args.dump()));
-    WEFT_ASSIGN_OR_RETURN(json reply, ParseJson(r.body));
+    std::string_view body = r.body;
+    if (r.status == 200 && r.Header("Content-Type") == kFramedContentType) {
+      if (frames == nullptr) return Internal("hub sent chunk frames nobody asked for");
+      if (body.size() < 4 || GetBigEndian32(body.data()) > body.size() - 4) {
+        return Internal("hub sent a malformed framed answer");
+      }
+      const uint32_t head = GetBigEndian32(body.data());
+      *frames = std::string(body.substr(4 + head));
+      body = body.substr(4, head);
+    }
+    WEFT_ASSIGN_OR_RETURN(json reply, ParseJson(body));
     if (reply.contains("error")) {
       if (error_body != nullptr) *error_body = reply;
       return StatusFromJson(reply.at("error"));

@@ -49,7 +49,10 @@ class HubClient {
 
   // A JSON call to /_weft/fabric/v1/<op>; the spoke id is added. A hub error comes back as
   // its Status, with the answer's JSON (a NotFound lookup carries a lease) in *error_body.
-  Result<json> Call(const std::string& op, json args, json* error_body = nullptr);
+  // An answer that carries chunk frames after its JSON (kFramedContentType) puts them in
+  // *frames; without `frames` such an answer is an error.
+  Result<json> Call(const std::string& op, json args, json* error_body = nullptr,
+                    std::string* frames = nullptr);
   // A framed call (commit, upload, missing): JSON header + binary payload; the raw answer.
   Result<std::string> CallFramed(const std::string& op, json header, std::string_view payload);
   // A JSON call whose answer is binary (fetch).

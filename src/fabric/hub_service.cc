@@ -75,6 +75,8 @@ struct HubService::Call {
   std::vector<std::string> tags{};  // the calling spoke's site tags
   json reply = json::object();
   std::optional<std::string> binary_reply{};
+  // Chunk frames sent after the JSON reply (a lookup with its small file's bytes inline).
+  std::optional<std::string> frames_reply{};
 };
 
 // A chunk upload for one commit: a writer that is never committed holds the uploaded chunks
@@ -113,6 +115,15 @@ void HubService::Handle(const net::HttpRequest& request, net::BodyReader& body,
   if (response.started()) return;
   if (s.ok() && call.binary_reply) {
     (void)response.Send(200, {{"Content-Type", "application/octet-stream"}}, *call.binary_reply);
+    return;
+  }
+  if (s.ok() && call.frames_reply) {
+    const std::string head = call.reply.dump(-1, ' ', false, json::error_handler_t::replace);
+    std::string framed;
+    PutBigEndian32(&framed, static_cast<uint32_t>(head.size()));
+    framed += head;
+    framed += *call.frames_reply;
+    (void)response.Send(200, {{"Content-Type", std::string(kFramedContentType)}}, framed);
     return;
   }
   const int status = s.ok() ? 200 : HttpStatusOf(s);
@@ -299,7 +310,9 @@ Status HubService::Events(Call& call) {
 
 Status HubService::Lookup(Call& call) {
   const std::string spoke = call.args.at("spoke").get<std::string>();
-  if (!call.args.contains("paths")) return LookupOne(call, spoke, call.args, &call.reply);
+  if (!call.args.contains("paths")) {
+    return LookupOne(call, spoke, call.args, &call.reply, &call.frames_reply);
+  }
   // A batch (a spoke prefetching many files): one answer per path, each with its own lease
   // or error, so one missing file does not fail the others.
   const json& paths = call.args.at("paths");
@@ -310,7 +323,7 @@ Status HubService::Lookup(Call& call) {
   json results = json::array();
   for (const json& p : paths) {
     json one = json::object();
-    Status s = LookupOne(call, spoke, json{{"path", p}}, &one);
+    Status s = LookupOne(call, spoke, json{{"path", p}}, &one, nullptr);
     if (!s.ok()) one["error"] = StatusToJson(s);
     results.push_back(std::move(one));
   }
@@ -318,7 +331,8 @@ Status HubService::Lookup(Call& call) {
   return OkStatus();
 }
 
-Status HubService::LookupOne(Call& call, const std::string& spoke, const json& args, json* reply) {
+Status HubService::LookupOne(Call& call, const std::string& spoke, const json& args, json* reply,
+                             std::optional<std::string>* frames) {
   WEFT_ASSIGN_OR_RETURN(std::string path, NormalisePath(args.at("path").get<std::string>()));
   ReadOptions opts;
   opts.snapshot = OptionalString(args, "snapshot");
@@ -333,18 +347,39 @@ Status HubService::LookupOne(Call& call, const std::string& spoke, const json& a
   }
   Result<FileInfo> info = Internal("not read");
   std::vector<ChunkRef> chunks;
+  std::unique_ptr<FileReader> file;
   auto lease = GrantAround(spoke, LeaseKey(ParentDir(path), opts.snapshot), [&] {
     info = volume_->Stat(call.ctx, path, opts);
     if (info.ok() && info->type == FileType::kFile) {
       Result<std::unique_ptr<FileReader>> reader = volume_->OpenReader(call.ctx, path, opts);
       info = reader.ok() ? Result<FileInfo>((*reader)->info()) : reader.status();
-      if (reader.ok()) chunks = (*reader)->chunks();
+      if (reader.ok()) {
+        chunks = (*reader)->chunks();
+        file = std::move(*reader);
+      }
     }
   });
   (*reply)["lease_ms"] = lease.count();
   if (!info.ok()) return info.status();  // NotFound keeps its lease: absence is cached too
   (*reply)["info"] = InfoToJson(*info);
-  if (info->type == FileType::kFile) (*reply)["chunks"] = ChunksToJson(chunks);
+  if (info->type != FileType::kFile) return OkStatus();
+  (*reply)["chunks"] = ChunksToJson(chunks);
+  // A spoke about to read a small file takes its bytes along: one round trip, not two. The
+  // chunks are named by their bytes, so they stay right whatever the lease does later.
+  const uint64_t inline_max =
+      std::min<uint64_t>(args.value("inline_bytes", uint64_t{0}), kMaxInlineBytes);
+  if (frames != nullptr && file && info->size <= inline_max) {
+    std::string out;
+    for (size_t i = 0; i < chunks.size(); ++i) {
+      WEFT_ASSIGN_OR_RETURN(std::shared_ptr<const std::string> data, file->ReadChunk(i));
+      AppendChunkFrame(chunks[i].id, *data, &out);
+    }
+    {
+      std::lock_guard lock(mu_);
+      spokes_[spoke].bytes_sent += out.size();
+    }
+    *frames = std::move(out);
+  }
   return OkStatus();
 }
 

@@ -83,6 +83,8 @@ class HubService : public net::HttpHandler {
 
   // Paths one batched `lookup` may name.
   static constexpr size_t kMaxLookupBatch = 1000;
+  // The largest file a lookup carries inline.
+  static constexpr uint64_t kMaxInlineBytes = 4 << 20;
 
  private:
   struct Call;
@@ -92,9 +94,10 @@ class HubService : public net::HttpHandler {
   Status Attach(Call& call);
   Status Events(Call& call);
   Status Lookup(Call& call);
-  // One path of a lookup ("path", optional "snapshot" and "version" in `args`) into `reply`.
+  // One path of a lookup ("path", optional "snapshot", "version" and "inline_bytes" in `args`)
+  // into `reply`, and with `frames` non-null the chunks of a file up to inline_bytes there.
   Status LookupOne(Call& call, const std::string& spoke, const nlohmann::json& args,
-                   nlohmann::json* reply);
+                   nlohmann::json* reply, std::optional<std::string>* frames);
   Status List(Call& call);
   Status Manifest(Call& call);
   // A version of `path`, also when `path` is in a snapshot (/.weft/snapshots/NAME/...).

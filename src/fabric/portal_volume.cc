@@ -425,8 +425,10 @@ class PortalVolumeImpl final : public PortalVolume, private DataStore {
 
   // --- metadata ---
 
+  // With `for_read`, a file up to inline_read_bytes comes with its bytes (one round trip).
   Result<CachedLookup> LookupHub(const std::string& hub_path,
-                                 const std::optional<std::string>& snapshot) {
+                                 const std::optional<std::string>& snapshot,
+                                 bool for_read = false) {
     const std::string key = LeaseKey(ParentDir(hub_path), snapshot);
     if (auto hit = cache_.FindLookup(key, hub_path, Clock::now())) {
       ++metadata_hits_;
@@ -436,8 +438,12 @@ class PortalVolumeImpl final : public PortalVolume, private DataStore {
     const MetaCache::Ticket ticket = cache_.Begin(key, Clock::now());
     json args = {{"path", hub_path}};
     if (snapshot) args["snapshot"] = *snapshot;
+    if (for_read && options_.inline_read_bytes > 0) {
+      args["inline_bytes"] = options_.inline_read_bytes;
+    }
     json error_body;
-    Result<json> reply = hub_->Call("lookup", args, &error_body);
+    std::string frames;
+    Result<json> reply = hub_->Call("lookup", args, &error_body, &frames);
     CachedLookup result;
     int64_t lease_ms = 0;
     if (reply.ok()) {
@@ -445,6 +451,7 @@ class PortalVolumeImpl final : public PortalVolume, private DataStore {
       if (reply->contains("chunks")) {
         WEFT_ASSIGN_OR_RETURN(result.chunks, ChunksFromJson(reply->at("chunks")));
       }
+      WEFT_RETURN_IF_ERROR(StoreFrames(frames));
       lease_ms = reply->value("lease_ms", int64_t{0});
     } else if (IsPathError(reply.status())) {
       result.status = reply.status();
@@ -674,6 +681,17 @@ class PortalVolumeImpl final : public PortalVolume, private DataStore {
     return first;
   }
 
+  // Stores chunk frames that came with an answer (verified by id as they are put).
+  Status StoreFrames(std::string_view in) {
+    bytes_fetched_ += in.size();
+    while (true) {
+      WEFT_ASSIGN_OR_RETURN(std::optional<ChunkFrame> frame, NextChunkFrame(&in));
+      if (!frame) return OkStatus();
+      WEFT_RETURN_IF_ERROR(chunks_->Put(frame->id, AsBytes(frame->plaintext)).status());
+      ++chunks_fetched_;
+    }
+  }
+
   // Sends what the hub lacks of `chunks` and commits them as `hub_path`.
   Result<FileInfo> CommitAtHub(const std::string& hub_path, const WriteOptions& opts,
                                const std::string& etag, const std::vector<ChunkRef>& chunks) {
@@ -845,7 +863,8 @@ class PortalVolumeImpl final : public PortalVolume, private DataStore {
     std::string rel;                           // below view->root
   };
 
-  Result<Resolved> Resolve(const Mapped& m, const std::optional<std::string>& snapshot) {
+  Result<Resolved> Resolve(const Mapped& m, const std::optional<std::string>& snapshot,
+                           bool for_read = false) {
     // "/.weft/snapshots/NAME/rel" or a live path read at snapshot NAME.
     std::optional<std::string> name = snapshot;
     std::string rel;
@@ -882,7 +901,7 @@ class PortalVolumeImpl final : public PortalVolume, private DataStore {
       }
     }
     Resolved r;
-    WEFT_ASSIGN_OR_RETURN(r.lookup, LookupHub(m.hub, snapshot));
+    WEFT_ASSIGN_OR_RETURN(r.lookup, LookupHub(m.hub, snapshot, for_read));
     r.fetch_path = m.hub;
     return r;
   }
@@ -961,7 +980,7 @@ class PortalVolumeImpl final : public PortalVolume, private DataStore {
                                                  const ReadOptions& opts) override {
     WEFT_ASSIGN_OR_RETURN(Mapped m, Map(path));
     if (m.virtual_dir) return IsADirectory(m.local + ": is a directory");
-    WEFT_ASSIGN_OR_RETURN(Resolved r, Resolve(m, opts.snapshot));
+    WEFT_ASSIGN_OR_RETURN(Resolved r, Resolve(m, opts.snapshot, /*for_read=*/true));
     CachedLookup& l = r.lookup;
     if (!l.status.ok()) return Status(l.status.code(), m.local + ": " + StripPath(l.status));
     if (l.info.type == FileType::kDirectory) return IsADirectory(m.local + ": is a directory");

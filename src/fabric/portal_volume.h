@@ -55,6 +55,9 @@ struct PortalVolumeOptions {
   // Chunk bytes the spoke keeps; beyond, least recently used chunks are evicted (0: no limit).
   // Chunks of writes not yet committed at the hub are never evicted.
   uint64_t cache_bytes = 0;
+  // Opening a file up to this size for reading brings its bytes with its metadata: a cold
+  // read of a small file costs one round trip, not two (0: never).
+  uint64_t inline_read_bytes = 1 << 20;
   // Commits whose missing chunks total at most this send them in the commit itself.
   uint64_t inline_commit_bytes = 8 << 20;
   // When the hub cannot be reached, answer from cached metadata whose lease has expired

@@ -26,6 +26,9 @@ namespace weft::fabric {
 using json = nlohmann::json;
 
 inline constexpr std::string_view kFabricPrefix = "/_weft/fabric/v1/";
+// An answer made of a JSON header and chunk frames: 4-byte big-endian header length, the
+// header, then frames (a lookup that carries its small file's bytes).
+inline constexpr std::string_view kFramedContentType = "application/x-weft-framed";
 
 // A chunk frame's header size.
 inline constexpr size_t kFrameHeaderBytes = 32 + 4 + 1 + 4;

@@ -252,12 +252,21 @@ class Simulator {
   Result<SimResult> Run() {
     const auto host_start = std::chrono::steady_clock::now();
     std::string error;
-    auto policy = MakePolicy(config_.policy, config_.capacity_bytes, options_.seed, &error);
+    // A prefetching config splits the capacity: the policy's share, and a staging area for
+    // landed prefetches not read yet (anchors-cache.md §5b), as the spoke does.
+    if (config_.prefetch != PrefetchMode::kNone && options_.staging_fraction > 0) {
+      staging_bytes_ =
+          std::max<uint64_t>(1, static_cast<uint64_t>(static_cast<double>(config_.capacity_bytes) *
+                                                      options_.staging_fraction));
+      staging_bytes_ = std::min(staging_bytes_, config_.capacity_bytes);
+    }
+    const uint64_t policy_bytes = config_.capacity_bytes - staging_bytes_;
+    auto policy = MakePolicy(config_.policy, policy_bytes, options_.seed, &error);
     if (policy == nullptr) {
       return InvalidArgument("policy '" + config_.policy +
                              "': " + (error.empty() ? std::string("unknown") : error));
     }
-    cache_ = std::make_unique<Cache>(config_.capacity_bytes, std::move(policy));
+    cache_ = std::make_unique<Cache>(policy_bytes, std::move(policy));
     if (config_.prefetch == PrefetchMode::kEnsemble) {
       EnsembleOptions eo;
       eo.link_bytes_per_s = options_.link_bytes_per_s;
@@ -298,6 +307,8 @@ class Simulator {
     for (const auto& [key, st] : prefetched_) {
       if (!st.read) result_.prefetch_wasted_bytes += SizeOfPrefetched(key);
     }
+    for (const auto& [key, st] : staged_) result_.prefetch_wasted_bytes += st.size;
+    result_.staging_bytes = staging_bytes_;
     if (ensemble_ != nullptr) {
       const EnsembleStats es = ensemble_->Stats();
       for (const ExpertStats& x : es.experts) {
@@ -435,10 +446,37 @@ class Simulator {
       req.next_use = p_.next_use[i];
       const Key key = r.item.key;
       const bool held = cache_->Contains(key);
+      // With a staging area: a landed prefetch is served from staging, one in flight is
+      // waited for; either way the read takes it out of staging's hands, and the policy then
+      // sees an ordinary miss (it admits or bypasses; the bytes are local either way).
+      auto staged = held ? staged_.end() : staged_.find(key);
+      auto coming =
+          held || staged != staged_.end() ? staging_inflight_.end() : staging_inflight_.find(key);
+      if (coming != staging_inflight_.end() && coming->second.taken) {
+        coming = staging_inflight_.end();  // already handed over by an earlier read
+      }
       const Outcome outcome = cache_->Read(req, &evicted_);
       int64_t item_ready;
       bool hit = held;
-      if (held) {
+      bool local = held;  // served here: held, staged, or on its own prefetch's way here
+      if (staged != staged_.end()) {
+        item_ready = t + disk_latency_ns_ +
+                     static_cast<int64_t>(static_cast<double>(r.bytes) * disk_ns_per_byte_);
+        hit = local = true;
+        ++result_.prefetch_useful;
+        ++result_.prefetch_timely;
+        Unstage(staged);
+      } else if (coming != staging_inflight_.end()) {
+        item_ready = coming->second.land_ns;  // a delayed hit: wait for the prefetch
+        hit = local = true;
+        ++result_.prefetch_useful;
+        coming->second.taken = true;
+        if (outcome == Outcome::kAdmitted) {
+          inflight_[key] = item_ready;
+        } else {
+          bypassed_[key] = item_ready;
+        }
+      } else if (held) {
         auto in = inflight_.find(key);
         if (in != inflight_.end() && in->second > t) {
           item_ready = in->second;  // a delayed hit: wait for the fetch in flight
@@ -470,7 +508,7 @@ class Simulator {
         }
       }
       HandleEvicted(t);
-      if (ensemble_ != nullptr) ensemble_->Observe(req, held);
+      if (ensemble_ != nullptr) ensemble_->Observe(req, local);
       ++phase.reads;
       phase.bytes += r.bytes;
       if (hit) {
@@ -518,6 +556,42 @@ class Simulator {
     const PrefetchRecord& pr = records_[record];
     prefetch_inflight_bytes_ -= pr.item.size;
     if (pr.via_ensemble && ensemble_ != nullptr) ensemble_->Landed(pr.item.key, pr.item.size, true);
+    if (staging_bytes_ == 0) return;
+    const Key key = pr.item.key;
+    auto it = staging_inflight_.find(key);
+    const bool taken = it != staging_inflight_.end() && it->second.taken;
+    if (it != staging_inflight_.end()) staging_inflight_.erase(it);
+    // Read on its way here (the read handed it to the policy), or held already: not staged.
+    if (taken || cache_->Contains(key) || staged_.count(key) != 0) return;
+    staged_order_.emplace(next_stage_, key);
+    staged_.emplace(key, StagedItem{pr.item.size, next_stage_++});
+    staged_bytes_ += pr.item.size;
+    // Staging is a ring: the oldest staged items go first, unread (waste).
+    while (staged_bytes_ > staging_bytes_ && !staged_order_.empty()) {
+      auto oldest = staged_.find(staged_order_.begin()->second);
+      result_.prefetch_wasted_bytes += oldest->second.size;
+      ++result_.staging_drops;
+      const Key dropped = oldest->first;
+      Unstage(oldest);
+      if (ensemble_ != nullptr) ensemble_->Evicted(dropped);
+    }
+  }
+
+  struct StagedItem {
+    uint64_t size = 0;
+    uint64_t order = 0;
+  };
+
+  void Unstage(std::unordered_map<Key, StagedItem>::iterator it) {
+    staged_bytes_ -= it->second.size;
+    staged_order_.erase(it->second.order);
+    staged_.erase(it);
+  }
+
+  // Room left for prefetches: staging less what is staged and what is on its way.
+  uint64_t StagingRoom() const {
+    const uint64_t used = staged_bytes_ + prefetch_inflight_bytes_;
+    return used >= staging_bytes_ ? 0 : staging_bytes_ - used;
   }
 
   // Fetches `item` ahead of its read; false if the cache would not admit it.
@@ -529,13 +603,19 @@ class Simulator {
     req.time_ns = now;
     req.prefetch = true;
     req.next_use = next_use;
-    const bool admitted = cache_->Insert(req, &evicted_);
-    HandleEvicted(now);
-    if (!admitted) return false;
+    if (staging_bytes_ == 0) {
+      const bool admitted = cache_->Insert(req, &evicted_);
+      HandleEvicted(now);
+      if (!admitted) return false;
+    }
     const int64_t land = link_.Fetch(now, item.size);
-    inflight_[item.key] = land;
-    prefetched_[item.key] = PrefetchState{land, false};
-    prefetch_size_[item.key] = item.size;
+    if (staging_bytes_ == 0) {
+      inflight_[item.key] = land;
+      prefetched_[item.key] = PrefetchState{land, false};
+      prefetch_size_[item.key] = item.size;
+    } else {
+      staging_inflight_[item.key] = StagingFetch{land, false};
+    }
     result_.wan_prefetch_bytes += item.size;
     ++result_.prefetch_issued;
     prefetch_inflight_bytes_ += item.size;
@@ -544,12 +624,18 @@ class Simulator {
     return true;
   }
 
-  bool Cached(Key key) const { return cache_->Contains(key); }
+  // Needs no prefetch: held, staged, or a prefetch of it is on its way.
+  bool Cached(Key key) const {
+    return cache_->Contains(key) || staged_.count(key) != 0 || staging_inflight_.count(key) != 0;
+  }
 
   void Prefetch(int64_t now) {
+    // Prefetches land in staging: plan only while it has room for them.
+    const bool staging = staging_bytes_ != 0;
+    if (staging && StagingRoom() == 0) return;
     if (config_.prefetch == PrefetchMode::kEnsemble) {
-      const std::vector<Candidate> plan =
-          ensemble_->Plan(now, [this](Key key) { return Cached(key); });
+      const std::vector<Candidate> plan = ensemble_->Plan(
+          now, [this](Key key) { return Cached(key); }, staging ? StagingRoom() : UINT64_MAX);
       for (const Candidate& c : plan) {
         if (Cached(c.item.key) ||
             !StartPrefetch(c.item, c.job, kNever, now, /*via_ensemble=*/true)) {
@@ -562,6 +648,11 @@ class Simulator {
       if (cursor_ <= frontier_) cursor_ = frontier_ + 1;
       while (prefetch_inflight_bytes_ < prefetch_budget_ && cursor_ < p_.reads.size()) {
         const Item& item = p_.reads[cursor_].item;
+        if (staging && !Cached(item.key) && item.size > StagingRoom()) {
+          if (item.size <= staging_bytes_) break;  // wait for room
+          ++cursor_;                               // larger than staging: it could only be dropped
+          continue;
+        }
         if (!Cached(item.key) &&
             !StartPrefetch(item, 0, static_cast<int64_t>(cursor_), now, false)) {
           break;
@@ -586,9 +677,20 @@ class Simulator {
   size_t current_run_ = 0;
   int64_t makespan_ = 0;
   std::vector<Key> evicted_;
-  std::unordered_map<Key, int64_t> inflight_;  // admitted, landing at
-  std::unordered_map<Key, int64_t> bypassed_;  // fetched but not admitted, landing at
-  std::unordered_map<Key, PrefetchState> prefetched_;
+  std::unordered_map<Key, int64_t> inflight_;          // admitted, landing at
+  std::unordered_map<Key, int64_t> bypassed_;          // fetched but not admitted, landing at
+  std::unordered_map<Key, PrefetchState> prefetched_;  // prefetches in the policy (no staging)
+  // With a staging area (staging_bytes_ > 0):
+  struct StagingFetch {
+    int64_t land_ns = 0;
+    bool taken = false;  // a read waited for it and handed it to the policy
+  };
+  uint64_t staging_bytes_ = 0;
+  std::unordered_map<Key, StagingFetch> staging_inflight_;  // prefetches on their way
+  std::unordered_map<Key, StagedItem> staged_;              // landed, not read yet
+  std::map<uint64_t, Key> staged_order_;                    // oldest first
+  uint64_t staged_bytes_ = 0;
+  uint64_t next_stage_ = 0;
   std::unordered_map<Key, uint64_t> prefetch_size_;
   std::vector<PrefetchRecord> records_;
   uint64_t prefetch_inflight_bytes_ = 0;
@@ -627,6 +729,9 @@ Result<SimResult> Simulate(const PreparedTrace& trace, const SimConfig& config,
   if (options.link_bytes_per_s <= 0 || options.disk_bytes_per_s <= 0 || options.rtt_s < 0 ||
       options.disk_latency_s < 0 || options.loader_batches == 0 || options.compute_scale < 0) {
     return InvalidArgument("link and disk bandwidth must be > 0, latencies >= 0, loader >= 1");
+  }
+  if (!(options.staging_fraction >= 0 && options.staging_fraction < 1)) {
+    return InvalidArgument("staging fraction must be in [0, 1)");
   }
   Simulator sim(trace, config, options);
   return sim.Run();

@@ -25,7 +25,12 @@ struct SimOptions {
   uint32_t loader_batches = 16;  // batches a rank's loader keeps in flight (workers × 2)
   double compute_scale = 1.0;    // multiplies every job's compute time per batch
   double lead_s = 0.5;           // prefetch bytes in flight ≈ bandwidth × (rtt + lead)
-  uint64_t seed = 1;             // for policies with random choices
+  // Share of the capacity that a prefetching config keeps as a staging area for landed,
+  // unread prefetches (anchors-cache.md §5b); the policy gets the rest. Demand-only configs
+  // have nothing to stage and give the policy all of it. 0: prefetches go through
+  // Cache::Insert into the policy's capacity (the old model, for comparison). In [0, 1).
+  double staging_fraction = 0.2;
+  uint64_t seed = 1;  // for policies with random choices
 };
 
 enum class PrefetchMode {
@@ -74,9 +79,11 @@ struct SimResult {
   uint64_t upload_bytes = 0;  // checkpoint writes (written through; not cached, not timed)
   uint64_t demand_fetches = 0;
   uint64_t prefetch_issued = 0;
-  uint64_t prefetch_useful = 0;  // read at least once before leaving the cache
-  uint64_t prefetch_timely = 0;  // of those, first read after landing
-  uint64_t prefetch_wasted_bytes = 0;
+  uint64_t prefetch_useful = 0;        // read at least once before leaving the cache
+  uint64_t prefetch_timely = 0;        // of those, first read after landing
+  uint64_t prefetch_wasted_bytes = 0;  // dropped from staging (or evicted) unread, or never read
+  uint64_t staging_bytes = 0;          // the staging area; 0 when prefetches go to the policy
+  uint64_t staging_drops = 0;          // staged items dropped unread to make room
   double makespan_s = 0;
   double sim_seconds = 0;  // host time the replay took
   std::string state;       // the policy's and the ensemble's Describe/weights, one line

@@ -217,6 +217,71 @@ TEST(Simulator, EnsembleConfigsRunAndReportPrefetches) {
   EXPECT_EQ(infinite.steady.hits, infinite.steady.reads);
 }
 
+TEST(Simulator, PrefetchesLandInStagingAndNeverEvictPinnedItems) {
+  // Epoch 0 reads f0, f1 (one batch); epoch 1 reads f0, f1, f2. Compute is 2 s per batch, so
+  // the clairvoyant prefetch of f2 (issued at once, landing at 3.05 s) is in before epoch 1.
+  auto p =
+      Prepare(HandTrace({1'000'000, 1'000'000, 1'000'000}, {{0, 1}, {0, 1, 2}}, 2, 2'000'000'000));
+  SimConfig c;
+  c.policy = "epoch";
+  c.prefetch = PrefetchMode::kClairvoyant;
+  c.capacity_bytes = 3'200'000;  // the policy: 2.08 MB (f0, f1); staging: 1.12 MB (f2)
+  SimOptions o = SlowLink();
+  o.staging_fraction = 0.35;
+  const SimResult r = Replay(*p, c, o);
+  EXPECT_EQ(r.staging_bytes, 1'120'000u);
+  EXPECT_EQ(r.prefetch_issued, 1u);
+  EXPECT_EQ(r.prefetch_useful, 1u);
+  EXPECT_EQ(r.prefetch_timely, 1u);
+  EXPECT_EQ(r.prefetch_wasted_bytes, 0u);
+  EXPECT_EQ(r.steady.hits, 3u);  // f0, f1 pinned by the policy; f2 served from staging
+  EXPECT_EQ(r.wan_bytes(), 3'000'000u);
+
+  // The old model, with the same policy share: Insert makes "epoch" evict a pinned item
+  // (one read this epoch) for f2, and epoch 1 fetches it again.
+  c.capacity_bytes = 2'080'000;
+  o.staging_fraction = 0;
+  const SimResult old = Replay(*p, c, o);
+  EXPECT_EQ(old.staging_bytes, 0u);
+  EXPECT_EQ(old.prefetch_issued, 1u);
+  EXPECT_EQ(old.steady.hits, 2u);
+  EXPECT_EQ(old.wan_bytes(), 4'000'000u);
+
+  // Demand-only configs have nothing to stage: the policy gets the whole capacity.
+  SimConfig demand = c;
+  demand.prefetch = PrefetchMode::kNone;
+  demand.capacity_bytes = 3'200'000;
+  o.staging_fraction = 0.35;
+  const SimResult d = Replay(*p, demand, o);
+  EXPECT_EQ(d.staging_bytes, 0u);
+  EXPECT_EQ(d.steady.hits, 2u);  // f0, f1; f2 is new in epoch 1
+}
+
+TEST(Simulator, AFullStagingAreaStopsPlanningAndUnreadItemsAreWaste) {
+  // Ten 1 MB files in one directory; the job reads three of them. The directory expert
+  // prefetches its neighbours; at most S = 2 MB of them (staged unread + in flight) at once,
+  // so at most two unread items are ever fetched, and they are the waste.
+  auto p = Prepare(HandTrace(std::vector<uint64_t>(10, 1'000'000), {{0, 1, 2}}, 1, 2'000'000'000));
+  SimConfig c;
+  c.policy = "epoch";
+  c.prefetch = PrefetchMode::kEnsemble;
+  c.experts = {"dir"};
+  c.capacity_bytes = 10'000'000;
+  SimOptions o = SlowLink();
+  o.staging_fraction = 0.2;
+  const SimResult r = Replay(*p, c, o);
+  const SimResult again = Replay(*p, c, o);
+  EXPECT_EQ(r.staging_bytes, 2'000'000u);
+  EXPECT_GT(r.prefetch_issued, 0u);
+  EXPECT_LE(r.prefetch_issued, r.prefetch_useful + 2);
+  EXPECT_EQ(r.staging_drops, 0u);
+  EXPECT_EQ(r.prefetch_wasted_bytes, (r.prefetch_issued - r.prefetch_useful) * 1'000'000);
+  EXPECT_EQ(r.wan_prefetch_bytes, r.prefetch_issued * 1'000'000);
+  EXPECT_EQ(r.all.hits, again.all.hits);
+  EXPECT_EQ(r.all.stall_s, again.all.stall_s);
+  EXPECT_EQ(r.prefetch_issued, again.prefetch_issued);
+}
+
 TEST(Simulator, BuildConfigsRejectsUnknownNames) {
   auto p = Prepare(W1(10, 1));
   EXPECT_FALSE(BuildConfigs(*p, "lru,nope", "none", "neural", 1).ok());

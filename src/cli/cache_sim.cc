@@ -40,6 +40,7 @@ struct SimArgs {
   uint32_t loader_batches = 16;
   double compute_scale = 1;
   double lead_s = 0.5;
+  double staging_fraction = 0.2;
   bool per_epoch = false;
 };
 
@@ -106,6 +107,9 @@ int RunCacheSim(CommandEnv& env, const SimArgs& args) {
     return env.UsageError("cache-sim",
                           "link, disk, connections and loader must be > 0, latencies >= 0");
   }
+  if (!(args.staging_fraction >= 0 && args.staging_fraction < 1)) {
+    return env.UsageError("cache-sim", "--staging-fraction must be in [0, 1)");
+  }
   Result<cache::Trace> trace = cache::ReadTraceFile(args.trace);
   if (!trace.ok()) return env.Fail("cache-sim", trace.status());
   auto prepared = cache::PreparedTrace::Prepare(std::move(trace).value());
@@ -129,6 +133,7 @@ int RunCacheSim(CommandEnv& env, const SimArgs& args) {
   o.loader_batches = args.loader_batches;
   o.compute_scale = args.compute_scale;
   o.lead_s = args.lead_s;
+  o.staging_fraction = args.staging_fraction;
 
   std::vector<cache::SimResult> results;
   for (const cache::SimConfig& c : *configs) {
@@ -166,6 +171,8 @@ int RunCacheSim(CommandEnv& env, const SimArgs& args) {
            {"prefetch_coverage", r.coverage()},
            {"prefetch_timeliness", r.timeliness()},
            {"prefetch_wasted_bytes", r.prefetch_wasted_bytes},
+           {"staging_bytes", r.staging_bytes},
+           {"staging_drops", r.staging_drops},
            {"gap_closed",
             std::isnan(cache::GapClosed(results, r)) ? json() : json(cache::GapClosed(results, r))},
            {"makespan_s", r.makespan_s},
@@ -356,6 +363,10 @@ void AddCacheSimCommands(CLI::App& app, std::function<int(CommandEnv&)>& action)
   sim->add_option("--compute-scale", sargs->compute_scale, "Multiply every job's compute time")
       ->capture_default_str();
   sim->add_option("--lead-s", sargs->lead_s, "Prefetch bytes in flight ≈ bandwidth × (rtt + lead)")
+      ->capture_default_str();
+  sim->add_option("--staging-fraction", sargs->staging_fraction,
+                  "Share of the cache a prefetching config keeps for landed, unread prefetches\n"
+                  "(the policy gets the rest); 0: prefetches enter the policy's cache")
       ->capture_default_str();
   sim->add_flag("--per-epoch", sargs->per_epoch, "Also print utilisation per epoch");
   sim->callback(

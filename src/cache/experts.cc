@@ -53,6 +53,7 @@ class ReadRate {
   }
   double interval_s() const { return interval_s_; }
   bool Idle(int64_t now_ns) const { return last_ns_ >= 0 && now_ns - last_ns_ > kIdleNs; }
+  bool started() const { return last_ns_ >= 0; }
 
  private:
   int64_t last_ns_ = -1;
@@ -207,6 +208,14 @@ class HintExpert final : public Expert {
     std::vector<Candidate> pool;
     jobs_.ForEach([&](uint32_t id, Job& job) {
       if (job.rate.Idle(now_ns)) return;
+      // A job that declared an order but never started reading it is idle too, in time.
+      if (job.seq.empty() || job.rate.started()) {
+        job.declared_ns = -1;
+      } else if (job.declared_ns < 0) {
+        job.declared_ns = now_ns;
+      } else if (now_ns - job.declared_ns > kIdleNs) {
+        return;
+      }
       // Laplace-smoothed match rate: a fresh hint is trusted (p = 1) until reads disagree.
       const double p = static_cast<double>(job.matches.hits() + 1) /
                        static_cast<double>(job.matches.count() + 1);
@@ -242,6 +251,7 @@ class HintExpert final : public Expert {
     uint64_t base = 0;                        // the position of seq.front() in all declared
     std::unordered_map<Key, uint64_t> index;  // key -> position of its latest declaration
     ReadRate rate;
+    int64_t declared_ns = -1;  // first proposal of a declared order nobody has read from yet
     internal::HitWindow matches{kMatchWindow};
   };
   JobTable<Job> jobs_;

@@ -671,6 +671,33 @@ TEST_F(NeuralCacheTest, HintedFilesArriveBeforeTheyAreReadAndReadsMoveNothing) {
   EXPECT_EQ(neural->Hint(bad_rank).status().code(), StatusCode::kInvalidArgument);
 }
 
+TEST_F(NeuralCacheTest, PrefetchesNobodyReadsLeaveStaging) {
+  std::vector<std::string> paths = MakeDataset(6);
+  PortalVolumeOptions options;
+  options.cache_bytes = 64 << 20;
+  NeuralCacheOptions neural;
+  neural.experts = {"hints"};
+  neural.staged_ttl = milliseconds(200);
+  options.neural_cache = neural;
+  auto spoke = OpenSpoke(hub_.url(), {"/data"}, nullptr, options);
+  ASSERT_TRUE(spoke.ok()) << spoke.status().ToString();
+  HintRequest hint;
+  hint.dataset = "/data/train";
+  hint.paths = paths;
+  ASSERT_TRUE((*spoke)->neural_cache()->Hint(hint).ok());
+  // Never read: after the TTL they are dropped as waste, so their room is free again (the
+  // still-declared order may fetch them again, until its job counts as idle).
+  nlohmann::json prefetch;
+  for (int i = 0; i < 500; ++i) {
+    prefetch = (*spoke)->neural_cache()->StatsJson()["prefetch"];
+    if (prefetch["staging_drops"].get<uint64_t>() >= paths.size()) break;
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  EXPECT_GE(prefetch["staging_drops"].get<uint64_t>(), paths.size()) << prefetch.dump();
+  EXPECT_GT(prefetch["bytes_wasted"].get<uint64_t>(), 0u);
+  EXPECT_LE(prefetch["staged_bytes"].get<uint64_t>(), prefetch["staging_bytes"].get<uint64_t>());
+}
+
 TEST_F(NeuralCacheTest, SeedHintsSplitTheDatasetByRankInTheDocumentedOrder) {
   std::vector<std::string> paths = MakeDataset(10);
   auto spoke = OpenCachingSpoke("neural", {"hints"}, 64 << 20);

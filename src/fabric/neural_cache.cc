@@ -116,7 +116,9 @@ class NeuralCacheImpl final : public NeuralCache {
         cache_(options_.capacity_bytes == 0 ? UINT64_MAX : options_.capacity_bytes,
                std::move(policy)),
         start_(std::chrono::steady_clock::now()),
-        staging_bytes_(options_.staging_bytes == 0 ? UINT64_MAX : options_.staging_bytes) {
+        staging_bytes_(options_.staging_bytes == 0 ? UINT64_MAX : options_.staging_bytes),
+        staged_ttl_ns_(
+            std::chrono::duration_cast<std::chrono::nanoseconds>(options_.staged_ttl).count()) {
     if (experts.size() == 1 && experts[0] == "none") return;
     cache::EnsembleOptions e;
     e.link_bytes_per_s = options_.link_bytes_per_s;
@@ -423,6 +425,21 @@ class NeuralCacheImpl final : public NeuralCache {
       plan_cv_.wait_for(lock, std::chrono::milliseconds(20), [&] { return stop_ || wake_; });
       wake_ = false;
       if (stop_) break;
+      std::vector<ChunkId> expired;
+      while (!staged_order_.empty()) {
+        const Key oldest = staged_order_.begin()->second;
+        if (NowNs() - staged_.at(oldest).landed_ns < staged_ttl_ns_) break;
+        std::optional<std::vector<ChunkId>> dropped = Unstage(oldest);
+        expired.insert(expired.end(), dropped->begin(), dropped->end());
+        ensemble_->Evicted(oldest);
+        ++staging_drops_;
+      }
+      if (!expired.empty()) {
+        lock.unlock();
+        store_->Release(expired);
+        lock.lock();
+        if (stop_) break;
+      }
       // Prefetches land in staging: plan no more than it can take.
       if (staged_bytes_ + in_flight_bytes_ >= staging_bytes_) continue;
       std::vector<cache::Candidate> plan = ensemble_->Plan(
@@ -495,7 +512,7 @@ class NeuralCacheImpl final : public NeuralCache {
     // Staged, not admitted: the policy's pinned items stay (research/anchors-cache.md §5b:
     // refetching a pinned item only adds WAN bytes). The oldest staged go first.
     staged_order_.emplace(next_stage_, c.item.key);
-    staged_.emplace(c.item.key, Staged{std::move(*ids), c.item.size, next_stage_++});
+    staged_.emplace(c.item.key, Staged{std::move(*ids), c.item.size, next_stage_++, NowNs()});
     staged_bytes_ += c.item.size;
     while (staged_bytes_ > staging_bytes_ && !staged_order_.empty()) {
       const Key oldest = staged_order_.begin()->second;
@@ -524,6 +541,7 @@ class NeuralCacheImpl final : public NeuralCache {
     std::vector<ChunkId> ids;
     uint64_t bytes = 0;
     uint64_t order = 0;
+    int64_t landed_ns = 0;
   };
   std::unordered_map<Key, Staged> staged_;  // GUARDED_BY(mu_)
   std::map<uint64_t, Key> staged_order_;    // GUARDED_BY(mu_): oldest first
@@ -544,6 +562,7 @@ class NeuralCacheImpl final : public NeuralCache {
   uint64_t prefetch_failures_ = 0;                                  // GUARDED_BY(mu_)
   const std::chrono::steady_clock::time_point start_;
   const uint64_t staging_bytes_;
+  const int64_t staged_ttl_ns_;
   std::thread planner_;
   std::vector<std::thread> workers_;
 };

@@ -6,6 +6,7 @@
 // Thread-safe.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -28,6 +29,9 @@ struct NeuralCacheOptions {
   // Bytes of prefetched items waiting to be read, outside the policy's capacity (0: no
   // limit). Prefetches are planned only while there is room.
   uint64_t staging_bytes = 0;
+  // A staged item not read this long was a wrong guess (or its reader is gone): it is
+  // dropped, so that wrong guesses cannot fill staging and stop prefetching for good.
+  std::chrono::milliseconds staged_ttl{10'000};
   // Prefetch experts of cache::MakeExperts; empty: all; {"none"}: no prefetching.
   std::vector<std::string> experts;
   // The link to the hub, as the prefetch budget assumes it.

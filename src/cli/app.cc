@@ -441,6 +441,7 @@ int RunWeft(int argc, char** argv, const VolumeOpener& opener, int in_fd, FILE* 
         ->add_option("--prefetch", spoke.prefetch,
                      "Prefetch experts: all, none, or a comma list of hints, epoch,\n"
                      "readahead, history, dir, peer")
+        ->delimiter(',')
         ->capture_default_str();
     spoke_cmd
         ->add_option("--wan-mbit", spoke.wan_mbit,

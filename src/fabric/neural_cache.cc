@@ -1,5 +1,7 @@
 #include "fabric/neural_cache.h"
 
+#include <xxhash.h>
+
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
@@ -23,15 +25,7 @@ using cache::Key;
 using json = nlohmann::json;
 
 uint64_t Hash64(std::string_view s) {
-  uint64_t h = 1469598103934665603ull;  // FNV-1a, then a finaliser for the high bits
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  h ^= h >> 33;
-  h *= 0xff51afd7ed558ccdull;
-  h ^= h >> 33;
-  return h;
+  return XXH3_64bits(s.data(), s.size());
 }
 
 uint32_t BlockCount(uint64_t size) {

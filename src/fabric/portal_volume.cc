@@ -53,6 +53,18 @@ bool IsPathError(const Status& s) {
   }
 }
 
+// The indices of the chunks that overlap NeuralCache block `block` of a file.
+std::vector<size_t> BlockChunkIndices(const std::vector<ChunkRef>& chunks, uint32_t block) {
+  const uint64_t begin = uint64_t{block} * cache::kBlockBytes;
+  const uint64_t end = begin + cache::kBlockBytes;
+  std::vector<size_t> indices;
+  uint64_t off = 0;
+  for (size_t i = 0; i < chunks.size() && off < end; off += chunks[i].length, ++i) {
+    if (off + chunks[i].length > begin) indices.push_back(i);
+  }
+  return indices;
+}
+
 std::string NewSessionId() {
   std::array<unsigned char, 16> raw{};
   RAND_bytes(raw.data(), raw.size());
@@ -325,15 +337,9 @@ class PortalVolumeImpl final : public PortalVolume, private DataStore {
         out[i] = FailedPrecondition(items[i].path + ": changed since it was predicted");
         continue;
       }
-      const uint64_t begin = uint64_t{items[i].block} * cache::kBlockBytes;
-      const uint64_t end = begin + cache::kBlockBytes;
-      FetchItem f{resolved[i].fetch_path, items[i].version, &l.chunks, {}};
-      uint64_t off = 0;
-      for (size_t c = 0; c < l.chunks.size() && off < end; off += l.chunks[c].length, ++c) {
-        if (off + l.chunks[c].length <= begin) continue;
-        f.indices.push_back(c);
-        ids[i].push_back(l.chunks[c].id);
-      }
+      FetchItem f{resolved[i].fetch_path, items[i].version, &l.chunks,
+                  BlockChunkIndices(l.chunks, items[i].block)};
+      for (size_t c : f.indices) ids[i].push_back(l.chunks[c].id);
       Hold(ids[i]);
       fetch.push_back(std::move(f));
       fetched_for.push_back(i);
@@ -451,7 +457,7 @@ class PortalVolumeImpl final : public PortalVolume, private DataStore {
       if (reply->contains("chunks")) {
         WEFT_ASSIGN_OR_RETURN(result.chunks, ChunksFromJson(reply->at("chunks")));
       }
-      WEFT_RETURN_IF_ERROR(StoreFrames(frames));
+      WEFT_RETURN_IF_ERROR(StoreFrames(frames).status());
       lease_ms = reply->value("lease_ms", int64_t{0});
     } else if (IsPathError(reply.status())) {
       result.status = reply.status();
@@ -657,19 +663,10 @@ class PortalVolumeImpl final : public PortalVolume, private DataStore {
           }
           json args = {{"items", std::move(wanted)}};
           WEFT_ASSIGN_OR_RETURN(std::string frames, hub_->CallBinary("fetch", args));
-          bytes_fetched_ += frames.size();
-          std::string_view in = frames;
-          size_t got = 0;
-          while (true) {
-            WEFT_ASSIGN_OR_RETURN(std::optional<ChunkFrame> frame, NextChunkFrame(&in));
-            if (!frame) break;
-            WEFT_RETURN_IF_ERROR(chunks_->Put(frame->id, AsBytes(frame->plaintext)).status());
-            ++got;
-          }
+          WEFT_ASSIGN_OR_RETURN(size_t got, StoreFrames(frames));
           if (got != expected)
             return Internal("hub sent " + std::to_string(got) + " of " + std::to_string(expected) +
                             " chunks");
-          chunks_fetched_ += got;
           return OkStatus();
         }));
       }
@@ -681,14 +678,16 @@ class PortalVolumeImpl final : public PortalVolume, private DataStore {
     return first;
   }
 
-  // Stores chunk frames that came with an answer (verified by id as they are put).
-  Status StoreFrames(std::string_view in) {
+  // Stores the chunk frames of a hub answer (verified by id as they are put); how many.
+  Result<size_t> StoreFrames(std::string_view in) {
     bytes_fetched_ += in.size();
+    size_t got = 0;
     while (true) {
       WEFT_ASSIGN_OR_RETURN(std::optional<ChunkFrame> frame, NextChunkFrame(&in));
-      if (!frame) return OkStatus();
+      if (!frame) return got;
       WEFT_RETURN_IF_ERROR(chunks_->Put(frame->id, AsBytes(frame->plaintext)).status());
       ++chunks_fetched_;
+      ++got;
     }
   }
 
@@ -1293,12 +1292,8 @@ void PortalFileReader::ReportRead(uint64_t offset, uint64_t length) {
 }
 
 std::vector<ChunkId> PortalFileReader::BlockChunkIds(uint32_t block) const {
-  const uint64_t begin = uint64_t{block} * cache::kBlockBytes;
-  const uint64_t end = begin + cache::kBlockBytes;
   std::vector<ChunkId> ids;
-  for (size_t i = 0; i < chunks_.size() && offsets_[i] < end; ++i) {
-    if (offsets_[i + 1] > begin) ids.push_back(chunks_[i].id);
-  }
+  for (size_t i : BlockChunkIndices(chunks_, block)) ids.push_back(chunks_[i].id);
   return ids;
 }
 

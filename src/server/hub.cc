@@ -89,18 +89,6 @@ std::string SpokeMetrics(const fabric::PortalVolume& portal) {
   return out;
 }
 
-std::vector<std::string> SplitCommaList(const std::string& text) {
-  std::vector<std::string> parts;
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t comma = text.find(',', start);
-    if (comma == std::string::npos) comma = text.size();
-    if (comma > start) parts.push_back(text.substr(start, comma - start));
-    start = comma + 1;
-  }
-  return parts;
-}
-
 // The REST body of `POST cache/hints` (docs/rest-api.md) as a HintRequest. Paths may be
 // relative to the dataset.
 Result<fabric::HintRequest> ParseHint(const RequestContext& ctx, const std::string& dataset,
@@ -314,7 +302,7 @@ Status RunSpoke(const SpokeOptions& options, FILE* out) {
   if (options.cache_policy != "off") {
     fabric::NeuralCacheOptions neural;
     neural.policy = options.cache_policy;
-    if (options.prefetch != "all") neural.experts = SplitCommaList(options.prefetch);
+    if (options.prefetch != std::vector<std::string>{"all"}) neural.experts = options.prefetch;
     neural.link_bytes_per_s = options.wan_mbit * 1e6 / 8;
     neural.rtt_s = options.wan_rtt_ms / 1000;
     portal_options.neural_cache = neural;

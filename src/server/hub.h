@@ -48,7 +48,7 @@ struct SpokeOptions {
   // NeuralCache: the eviction policy ("off": plain LRU over chunks, no prefetching), the
   // prefetch experts ("all", "none" or a comma list), and the link the prefetcher plans for.
   std::string cache_policy = "neural";
-  std::string prefetch = "all";
+  std::vector<std::string> prefetch = {"all"};
   double wan_mbit = 1000;
   double wan_rtt_ms = 20;
   std::chrono::milliseconds shutdown_grace{30'000};

@@ -29,10 +29,10 @@ import shutil
 import sys
 import tempfile
 import time
-import urllib.request
 
 import benchlib
 from fabric_wan import ACCESS, SECRET, Proc, client, downstream_bytes
+import s3lib  # tests/integration is on sys.path once fabric_wan is imported
 
 COMPUTE_PER_SAMPLE_S = 0.103 / 64  # DLIO ResNet-50, H100
 
@@ -53,13 +53,10 @@ class KeyDataset:
 
 
 def rest(url, method, endpoint, body=None, token=None):
-    data = None if body is None else json.dumps(body).encode()
-    req = urllib.request.Request(url + "/_weft/api/v1/" + endpoint, data=data, method=method)
-    req.add_header("Content-Type", "application/json")
-    if token:
-        req.add_header("Authorization", "Bearer " + token)
-    with urllib.request.urlopen(req, timeout=120) as r:
-        return json.loads(r.read() or b"null")
+    status, reply = s3lib.rest(url, method, endpoint, body, token)
+    if status // 100 != 2:
+        raise RuntimeError(f"{method} {endpoint}: HTTP {status} {reply}")
+    return reply
 
 
 def make_dataset(s3, files, seed):

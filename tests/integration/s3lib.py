@@ -1,11 +1,14 @@
 """Helpers for the S3 integration tests: start a real `weft serve` hub on a free loopback port
 in a temporary data directory, and make clients (boto3, aws, s3cmd, rclone) point at it."""
 
+import json
 import os
 import re
 import signal
 import subprocess
 import threading
+import urllib.error
+import urllib.request
 
 from weftlib import WeftTestCase
 
@@ -13,6 +16,20 @@ ROOT_ACCESS = "WEFTROOTACCESSKEY001"
 ROOT_SECRET = "weft-root-secret-for-tests-0123456789abcd"
 REGION = "us-east-1"
 URL_LINE = re.compile(rb"serving S3 at (https?://[^ ]+)")
+
+
+def rest(url, method, endpoint, body=None, token=None):
+    """One call to Weft's REST API at `url`; returns (HTTP status, parsed JSON body)."""
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(url + "/_weft/api/v1/" + endpoint, data=data, method=method)
+    req.add_header("Content-Type", "application/json")
+    if token:
+        req.add_header("Authorization", "Bearer " + token)
+    try:
+        with urllib.request.urlopen(req, timeout=120) as r:
+            return r.status, json.loads(r.read() or b"null")
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read() or b"null")
 
 
 class WeftProcess:

@@ -7,30 +7,17 @@ import hashlib
 import json
 import os
 import random
+import subprocess
 import time
 import unittest
-import urllib.error
 import urllib.request
 
 import s3lib
-from s3lib import ROOT_ACCESS, ROOT_SECRET, REGION, S3TestCase
+from s3lib import ROOT_ACCESS, ROOT_SECRET, REGION, S3TestCase, rest
 from test_fabric import SPOKE_ACCESS, SPOKE_SECRET, Spoke, Wan
+from weftlib import WeftTestCase
 
 FILES = 96
-
-
-def rest(url, method, endpoint, body=None, token=None):
-    """One REST call; returns (status, parsed JSON body)."""
-    data = None if body is None else json.dumps(body).encode()
-    req = urllib.request.Request(url + "/_weft/api/v1/" + endpoint, data=data, method=method)
-    req.add_header("Content-Type", "application/json")
-    if token:
-        req.add_header("Authorization", "Bearer " + token)
-    try:
-        with urllib.request.urlopen(req, timeout=60) as r:
-            return r.status, json.loads(r.read() or b"null")
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read() or b"null")
 
 
 class KeyDataset:
@@ -163,6 +150,44 @@ class NeuralCacheTest(S3TestCase):
                               "world_size": 4}, token=self.token)
         self.assertEqual(status, 200, reply)
         self.assertEqual(reply["accepted_items"], FILES // 4)
+
+
+class CommandsTest(WeftTestCase):
+    """`weft demo` and the simulator's commands, as a newcomer runs them."""
+
+    def test_demo_runs_epochs_through_a_spoke_and_cleans_up(self):
+        tmpdir = self.path("tmpdir")
+        os.makedirs(tmpdir)
+        env = dict(os.environ, TMPDIR=tmpdir)
+        proc = subprocess.run([self.bin, "demo", "--files", "120", "--epochs", "2", "--batch",
+                               "16", "--compute-ms", "5", "--delay-ms", "5"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                              timeout=300)
+        out = proc.stdout.decode()
+        self.assertEqual(proc.returncode, 0, out + proc.stderr.decode())
+        rows = [line.split() for line in out.splitlines()
+                if line[:1].isdigit() and "%" in line]
+        self.assertEqual([r[0] for r in rows], ["1", "2"], out)
+        # epoch, time, "s", util, "%", hits, "%", ...: the second epoch is served from the spoke.
+        self.assertGreater(int(rows[1][5]), 50, out)
+        self.assertIn("hints", out)
+        self.assertEqual(os.listdir(tmpdir), [])  # nothing left behind
+
+    def test_cache_sim_compares_policies_with_belady_on_a_generated_trace(self):
+        trace = self.path("w1.trace")
+        subprocess.run([self.bin, "cache-trace", "--workload", "w1", "--files", "500",
+                        "--unit-size", "--out", trace], check=True, stdout=subprocess.PIPE)
+        proc = subprocess.run([self.bin, "cache-sim", trace, "--cache-size", "50%", "--policy",
+                               "lru,epoch", "--json"], check=True, stdout=subprocess.PIPE)
+        hits = {r["config"]: r["all"]["hit_ratio"] for r in json.loads(proc.stdout)["results"]}
+        self.assertEqual(set(hits), {"lru", "epoch", "belady"})
+        self.assertAlmostEqual(hits["epoch"], hits["belady"], places=3)  # c(E-1)/E = .45
+        self.assertAlmostEqual(hits["epoch"], 0.45, places=2)
+        self.assertLess(hits["lru"], 0.2)
+        bad = subprocess.run([self.bin, "cache-sim", trace, "--policy", "bogus"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.assertEqual(bad.returncode, 2)
+        self.assertIn("unknown policy 'bogus'", bad.stderr.decode())
 
 
 if __name__ == "__main__":

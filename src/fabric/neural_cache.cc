@@ -45,10 +45,11 @@ class SpokeCatalog final : public cache::Catalog {
 
   uint64_t Add(const FileInfo& info) {
     const uint64_t id = Hash64(info.path + '\0' + info.version_id);
+    auto [it, added] = files_.try_emplace(id);
+    if (!added) return id;  // every read of a known file: nothing to learn
     const std::string parent = ParentDir(info.path);
     const uint64_t dir = Hash64(parent);
-    auto [it, added] = files_.try_emplace(id);
-    if (added) it->second = File{info.path, info.version_id, info.size, dir};
+    it->second = File{info.path, info.version_id, info.size, dir};
     by_path_[info.path] = id;
     dirs_[dir][info.path.substr(parent.size())] = id;
     return id;

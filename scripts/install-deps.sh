@@ -18,6 +18,8 @@ PACKAGES=(
   python3-boto3 awscli s3cmd rclone curl openssl nginx-light wrk
   # PyTorch's DataLoader reads through a spoke in the NeuralCache test and benchmark
   python3-torch
+  # `weft mount` (libfuse3; fusermount3 for non-root users) and the Python package's fsspec
+  libfuse3-dev fuse3 python3-fsspec python3-setuptools
 )
 
 missing=()

@@ -10,6 +10,7 @@
 #include "cli/cache_sim.h"
 #include "cli/demo.h"
 #include "server/hub.h"
+#include "server/mount.h"
 
 #ifndef WEFT_VERSION
 #define WEFT_VERSION "unknown"
@@ -462,6 +463,81 @@ int RunWeft(int argc, char** argv, const VolumeOpener& opener, int in_fd, FILE* 
         spoke.cache_bytes = *bytes;
         Status served = server::RunSpoke(spoke, env.out());
         return served.ok() ? kExitOk : env.Fail("spoke", served);
+      };
+    });
+
+    server::MountOptions mount;
+    CLI::App* mount_cmd = AddCommand(
+        app, "mount",
+        "Mount a volume as a POSIX file system (FUSE) at MOUNTPOINT and serve it until\n"
+        "unmounted (fusermount3 -u MOUNTPOINT) or SIGTERM. What is mounted:\n"
+        "  --data DIR    a local data directory (the default, ./weft-data);\n"
+        "  --hub URL     a hub, through a spoke inside this process: --cache DIR keeps the\n"
+        "                chunks it reads, NeuralCache prefetches; key from\n"
+        "                WEFT_HUB_ACCESS_KEY / WEFT_HUB_SECRET_KEY;\n"
+        "  --server URL  a running hub or spoke; key from WEFT_ACCESS_KEY / WEFT_SECRET_KEY.\n"
+        "A file written through the mount becomes a new version when it is closed or\n"
+        "fsynced. Snapshots are read-only under MOUNTPOINT/.weft/snapshots/NAME/. With --hub,\n"
+        "MOUNTPOINT/.weft/cache/stats shows NeuralCache and MOUNTPOINT/.weft/cache/hints takes\n"
+        "a sampler's order (the body of POST cache/hints, docs/rest-api.md).",
+        "WEFT_HUB_ACCESS_KEY=... WEFT_HUB_SECRET_KEY=... weft mount --hub https://hub:9000 \\\n"
+        "    --cache /nvme/weft --portal /datasets /mnt/weft\n"
+        "  python3 train.py --data /mnt/weft/datasets/imagenet");
+    mount_cmd->add_option("MOUNTPOINT", mount.mountpoint, "An existing empty directory")
+        ->required();
+    mount_cmd->add_option("--hub", mount.hub_url, "Mount this hub through an embedded spoke");
+    mount_cmd->add_option("--cache", mount.spoke.cache_dir, "--hub: directory for cached chunks")
+        ->capture_default_str();
+    std::string mount_cache_size = "64G";
+    mount_cmd->add_option("--cache-size", mount_cache_size, "--hub: chunk bytes to keep (K/M/G/T)")
+        ->capture_default_str();
+    mount_cmd->add_option("--portal", mount.spoke.portals,
+                          "--hub: HUBPATH[:LOCALPATH] to show (repeatable; default: all of /)");
+    mount_cmd->add_option("--site", mount.spoke.site,
+                          "--hub: this site's name at the hub (default: mount-HOSTNAME)");
+    mount_cmd->add_option("--tags", mount.spoke.tags, "--hub: site tags for residency rules")
+        ->delimiter(',');
+    mount_cmd->add_option("--hub-ca-file", mount.spoke.hub_ca_file,
+                          "PEM CA certificates for an https:// hub or server");
+    mount_cmd
+        ->add_option("--cache-policy", mount.spoke.cache_policy,
+                     "--hub: NeuralCache's eviction policy (see 'weft spoke --help'), or off")
+        ->capture_default_str();
+    mount_cmd
+        ->add_option("--prefetch", mount.spoke.prefetch,
+                     "--hub: prefetch experts: all, none, or a comma list")
+        ->delimiter(',')
+        ->capture_default_str();
+    mount_cmd->add_option("--wan-mbit", mount.spoke.wan_mbit, "--hub: bandwidth to plan for")
+        ->capture_default_str();
+    mount_cmd->add_option("--wan-rtt-ms", mount.spoke.wan_rtt_ms, "--hub: round trip to plan for")
+        ->capture_default_str();
+    mount_cmd->add_option("--staging", mount.staging_dir,
+                          "Where open writes wait for close (default: under --data or --cache)");
+    mount_cmd
+        ->add_option("--attr-timeout", mount.attr_timeout_s,
+                     "Seconds the kernel trusts names and attributes (snapshots: a day)")
+        ->capture_default_str();
+    mount_cmd->add_flag("--read-only", mount.read_only, "Refuse every change");
+    mount_cmd->add_flag("--allow-other", mount.allow_other,
+                        "Let other users in (non-root needs user_allow_other in /etc/fuse.conf)");
+    mount_cmd->callback([&] {
+      action = [&](CommandEnv& env) {
+        std::optional<uint64_t> bytes = ParseByteSize(mount_cache_size);
+        if (!bytes || *bytes == 0) {
+          return env.Fail("mount", InvalidArgument("--cache-size must be a size like 500G, not '" +
+                                                   mount_cache_size + "'"));
+        }
+        mount.spoke.cache_bytes = *bytes;
+        // --data is the default only when nothing else says what to mount.
+        mount.server_url = admin.server;
+        if (!admin.ca_file.empty()) mount.spoke.hub_ca_file = admin.ca_file;
+        if (app.get_option("--data")->count() > 0 ||
+            (mount.hub_url.empty() && mount.server_url.empty())) {
+          mount.data_dir = env.options().data_dir;
+        }
+        Status served = server::RunMount(mount, env.out());
+        return served.ok() ? kExitOk : env.Fail("mount", served);
       };
     });
 

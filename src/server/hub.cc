@@ -21,6 +21,7 @@
 #include "net/wan_emulator.h"
 #include "server/identity.h"
 #include "server/router.h"
+#include "server/spoke.h"
 #include "vfs/local_volume.h"
 #include "vfs/path.h"
 
@@ -137,6 +138,8 @@ Result<fabric::HintRequest> ParseHint(const RequestContext& ctx, const std::stri
   return hint;
 }
 
+}  // namespace
+
 rest::RestFrontend::CacheControl CacheControlOf(fabric::NeuralCache* neural) {
   rest::RestFrontend::CacheControl control;
   control.stats = [neural] { return nlohmann::ordered_json::parse(neural->StatsJson().dump()); };
@@ -151,8 +154,6 @@ rest::RestFrontend::CacheControl CacheControlOf(fabric::NeuralCache* neural) {
   };
   return control;
 }
-
-}  // namespace
 
 Status ParseListenAddress(const std::string& listen, std::string* host, uint16_t* port) {
   size_t colon = listen.rfind(':');
@@ -172,10 +173,6 @@ Status ParseListenAddress(const std::string& listen, std::string* host, uint16_t
   return OkStatus();
 }
 
-namespace {
-
-// Blocks SIGTERM and SIGINT for every thread started after it, so that WaitForSignal's
-// sigwait takes them. Call before any thread starts.
 sigset_t BlockTerminationSignals() {
   sigset_t signals;
   sigemptyset(&signals);
@@ -184,6 +181,50 @@ sigset_t BlockTerminationSignals() {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   return signals;
 }
+
+Result<OpenedPortal> OpenPortal(const SpokeOptions& options, const std::string& access_key,
+                                const std::string& secret_key) {
+  if (options.hub_url.empty()) return InvalidArgument("--hub URL is required");
+  if (options.site.empty()) return InvalidArgument("--site NAME is required");
+  fabric::PortalVolumeOptions portal_options;
+  for (const std::string& text : options.portals) {
+    WEFT_ASSIGN_OR_RETURN(fabric::Portal portal, fabric::ParsePortal(text));
+    portal_options.portals.push_back(portal);
+  }
+  portal_options.site = options.site;
+  portal_options.stale_ok = options.stale_ok;
+  portal_options.cache_bytes = options.cache_bytes;
+  portal_options.tags = options.tags;
+  if (options.cache_policy != "off") {
+    fabric::NeuralCacheOptions neural;
+    neural.policy = options.cache_policy;
+    if (options.prefetch != std::vector<std::string>{"all"}) neural.experts = options.prefetch;
+    neural.link_bytes_per_s = options.wan_mbit * 1e6 / 8;
+    neural.rtt_s = options.wan_rtt_ms / 1000;
+    portal_options.neural_cache = neural;
+  }
+  fabric::HubClientOptions hub;
+  hub.hub_url = options.hub_url;
+  hub.http.ca_file = options.hub_ca_file;
+  hub.access_key_id = access_key;
+  hub.secret_access_key = secret_key;
+  hub.connections = options.connections;
+  hub.hub_timeout = options.hub_timeout;
+
+  FileSystem* fs = PosixFileSystem();
+  WEFT_RETURN_IF_ERROR(fs->CreateDirs(options.cache_dir));
+  WEFT_ASSIGN_OR_RETURN(std::unique_ptr<ChunkStore> packs,
+                        OpenPackChunkStore(fs, options.cache_dir + "/packs", PackStoreOptions{}));
+  OpenedPortal opened;
+  opened.chunks = std::make_shared<CachingChunkStore>(std::move(packs), 256ull << 20);
+  opened.portals = portal_options.portals;
+  WEFT_ASSIGN_OR_RETURN(std::unique_ptr<fabric::HubClient> client, fabric::HubClient::Open(hub));
+  WEFT_ASSIGN_OR_RETURN(opened.volume, fabric::PortalVolume::Open(std::move(client), opened.chunks,
+                                                                  std::move(portal_options)));
+  return opened;
+}
+
+namespace {
 
 Result<net::HttpServerOptions> HttpOptions(const std::string& listen, const std::string& cert,
                                            const std::string& key) {
@@ -288,25 +329,6 @@ Status RunHub(const HubOptions& options, FILE* out) {
 Status RunSpoke(const SpokeOptions& options, FILE* out) {
   WEFT_ASSIGN_OR_RETURN(net::HttpServerOptions http,
                         HttpOptions(options.listen, options.tls_cert_file, options.tls_key_file));
-  if (options.hub_url.empty()) return InvalidArgument("--hub URL is required");
-  if (options.site.empty()) return InvalidArgument("--site NAME is required");
-  fabric::PortalVolumeOptions portal_options;
-  for (const std::string& text : options.portals) {
-    WEFT_ASSIGN_OR_RETURN(fabric::Portal portal, fabric::ParsePortal(text));
-    portal_options.portals.push_back(portal);
-  }
-  portal_options.site = options.site;
-  portal_options.stale_ok = options.stale_ok;
-  portal_options.cache_bytes = options.cache_bytes;
-  portal_options.tags = options.tags;
-  if (options.cache_policy != "off") {
-    fabric::NeuralCacheOptions neural;
-    neural.policy = options.cache_policy;
-    if (options.prefetch != std::vector<std::string>{"all"}) neural.experts = options.prefetch;
-    neural.link_bytes_per_s = options.wan_mbit * 1e6 / 8;
-    neural.rtt_s = options.wan_rtt_ms / 1000;
-    portal_options.neural_cache = neural;
-  }
   const char* key = std::getenv("WEFT_HUB_ACCESS_KEY");
   const char* secret = std::getenv("WEFT_HUB_SECRET_KEY");
   if (key == nullptr || secret == nullptr) {
@@ -314,13 +336,6 @@ Status RunSpoke(const SpokeOptions& options, FILE* out) {
         "set WEFT_HUB_ACCESS_KEY and WEFT_HUB_SECRET_KEY to the key of the hub user this spoke "
         "acts as");
   }
-  fabric::HubClientOptions hub;
-  hub.hub_url = options.hub_url;
-  hub.http.ca_file = options.hub_ca_file;
-  hub.access_key_id = key;
-  hub.secret_access_key = secret;
-  hub.connections = options.connections;
-  hub.hub_timeout = options.hub_timeout;
   const sigset_t signals = BlockTerminationSignals();
 
   FileSystem* fs = PosixFileSystem();
@@ -328,9 +343,6 @@ Status RunSpoke(const SpokeOptions& options, FILE* out) {
   WEFT_ASSIGN_OR_RETURN(std::unique_ptr<auth::IdentityStore> identities,
                         OpenIdentityStore(options.cache_dir));
   WEFT_RETURN_IF_ERROR(EnsureRootKey(*identities, out));
-  WEFT_ASSIGN_OR_RETURN(std::unique_ptr<ChunkStore> packs,
-                        OpenPackChunkStore(fs, options.cache_dir + "/packs", PackStoreOptions{}));
-  auto chunks = std::make_shared<CachingChunkStore>(std::move(packs), 256ull << 20);
   // Chained spokes attach here as to a hub: invalidations from upstream revoke their leases
   // before this spoke acknowledges them. Declared before the portal volume, whose poller
   // calls into it until the portal is destroyed. Like a restarted hub, a restarted spoke lets
@@ -340,9 +352,8 @@ Status RunSpoke(const SpokeOptions& options, FILE* out) {
   lease_options.start_grace = options.lease;
   fabric::LeaseTable leases(lease_options);
 
-  WEFT_ASSIGN_OR_RETURN(std::unique_ptr<fabric::HubClient> client, fabric::HubClient::Open(hub));
-  WEFT_ASSIGN_OR_RETURN(std::unique_ptr<fabric::PortalVolume> portal,
-                        fabric::PortalVolume::Open(std::move(client), chunks, portal_options));
+  WEFT_ASSIGN_OR_RETURN(OpenedPortal opened, OpenPortal(options, key, secret));
+  std::unique_ptr<fabric::PortalVolume>& portal = opened.volume;
   portal->SetInvalidationHook(
       [&leases](const fabric::Affected& affected) { auto revocation = leases.Revoke(affected); });
   std::unique_ptr<Volume> volume = fabric::NewCoherentVolume(portal.get(), &leases);
@@ -366,7 +377,7 @@ Status RunSpoke(const SpokeOptions& options, FILE* out) {
                         net::HttpServer::Start(http, &router));
   std::fprintf(out, "weft: spoke '%s' serving S3 at %s (hub %s, cache %s)\n", options.site.c_str(),
                server->url().c_str(), options.hub_url.c_str(), options.cache_dir.c_str());
-  for (const fabric::Portal& p : portal_options.portals) {
+  for (const fabric::Portal& p : opened.portals) {
     std::fprintf(out, "weft: portal %s -> hub %s\n", p.local_path.c_str(), p.hub_path.c_str());
   }
   std::fflush(out);

@@ -1,0 +1,1099 @@
+#define FUSE_USE_VERSION 312
+#include "frontends/fuse/fuse_mount.h"
+
+#include <fcntl.h>
+#include <fuse_lowlevel.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <unordered_map>
+
+#include "frontends/fuse/node_table.h"
+#include "vfs/path.h"
+
+namespace weft::fuse {
+
+int ErrnoOf(const Status& status) {
+  switch (status.code()) {
+    case StatusCode::kOk:
+      return 0;
+    case StatusCode::kInvalidArgument:
+      return EINVAL;
+    case StatusCode::kNotFound:
+      return ENOENT;
+    case StatusCode::kAlreadyExists:
+      return EEXIST;
+    case StatusCode::kNotADirectory:
+      return ENOTDIR;
+    case StatusCode::kIsADirectory:
+      return EISDIR;
+    case StatusCode::kNotEmpty:
+      return ENOTEMPTY;
+    case StatusCode::kPermissionDenied:
+      return EACCES;
+    case StatusCode::kFailedPrecondition:
+    case StatusCode::kAborted:
+      return EBUSY;
+    case StatusCode::kReadOnly:
+      return EROFS;
+    case StatusCode::kOutOfRange:
+      return EINVAL;
+    case StatusCode::kResourceExhausted:
+      return ENOSPC;
+    case StatusCode::kUnavailable:
+      return EHOSTUNREACH;
+    case StatusCode::kUnimplemented:
+      return ENOTSUP;
+    case StatusCode::kCorruption:
+    case StatusCode::kIoError:
+    case StatusCode::kInternal:
+      return EIO;
+  }
+  return EIO;
+}
+
+namespace {
+
+constexpr size_t kIoBytes = 1 << 20;           // largest read and write the kernel sends
+constexpr double kImmutableTimeout = 86400.0;  // snapshot trees never change
+constexpr uint32_t kReadDirPage = 1000;
+// Synthetic paths of the cache control (see fuse_mount.h).
+constexpr const char* kWeftDir = "/.weft";
+constexpr const char* kSnapshotsDir = "/.weft/snapshots";
+constexpr const char* kControlDir = "/.weft/cache";
+constexpr const char* kStatsFile = "/.weft/cache/stats";
+constexpr const char* kHintsFile = "/.weft/cache/hints";
+// Inode numbers the synthetic entries show (the volume's own start at 1).
+constexpr uint64_t kSyntheticIno = 1ull << 62;
+
+bool InSnapshot(const std::string& path) {
+  return path.rfind("/.weft/snapshots/", 0) == 0;
+}
+bool UnderWeft(const std::string& path) {
+  return path == kWeftDir || path.rfind("/.weft/", 0) == 0;
+}
+
+struct timespec ToTimespec(int64_t ns) {
+  struct timespec ts {};
+  ts.tv_sec = ns / 1'000'000'000;
+  ts.tv_nsec = ns % 1'000'000'000;
+  if (ts.tv_nsec < 0) {
+    ts.tv_sec -= 1;
+    ts.tv_nsec += 1'000'000'000;
+  }
+  return ts;
+}
+
+int64_t NowNs() {
+  struct timespec ts {};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+struct stat StatOf(const FileInfo& info, uint64_t fallback_ino) {
+  struct stat st {};
+  st.st_ino = info.inode != 0 ? info.inode : fallback_ino;
+  switch (info.type) {
+    case FileType::kFile:
+      st.st_mode = S_IFREG;
+      break;
+    case FileType::kDirectory:
+      st.st_mode = S_IFDIR;
+      break;
+    case FileType::kSymlink:
+      st.st_mode = S_IFLNK;
+      break;
+  }
+  st.st_mode |= info.mode & 07777;
+  // Directories report one link: tools then count no subdirectories from it.
+  st.st_nlink = 1;
+  st.st_uid = info.uid;
+  st.st_gid = info.gid;
+  st.st_size =
+      static_cast<off_t>(info.type == FileType::kSymlink ? info.symlink_target.size() : info.size);
+  st.st_blksize = kIoBytes;
+  st.st_blocks = static_cast<blkcnt_t>((info.size + 511) / 512);
+  st.st_mtim = ToTimespec(info.mtime_ns);
+  st.st_atim = st.st_mtim;
+  st.st_ctim = ToTimespec(info.ctime_ns != 0 ? info.ctime_ns : info.mtime_ns);
+  return st;
+}
+
+FileInfo SyntheticDir(const std::string& path, uint64_t ino) {
+  FileInfo info;
+  info.path = path;
+  info.inode = kSyntheticIno + ino;
+  info.type = FileType::kDirectory;
+  info.mode = 0555;
+  return info;
+}
+
+// A file open through the mount. fi->fh points at one of these.
+struct Handle {
+  virtual ~Handle() = default;
+};
+
+// Reads one fixed version: a concurrent overwrite never tears it.
+struct ReadHandle : Handle {
+  std::unique_ptr<FileReader> reader;
+};
+
+// Bytes served from memory: the cache control's stats.
+struct MemoryHandle : Handle {
+  std::string bytes;
+};
+
+// A write to the cache control's hints file: the body is taken at close.
+struct HintHandle : Handle {
+  std::mutex mu;
+  std::string body;
+  bool sent = false;
+};
+
+// A file open for writing. Its bytes live in an unlinked temporary file until a close or
+// fsync commits them as a new version. The current content is copied in only when the handle
+// first reads or writes without having truncated it.
+struct WriteHandle : Handle {
+  std::mutex mu;
+  uint64_t node = 0;
+  RequestContext ctx;
+  int fd = -1;
+  // Atomic so getattr can read them (and fstat fd) without waiting for a commit under mu.
+  std::atomic<bool> loaded = false;  // fd holds the content (copied in, or truncated to empty)
+  std::atomic<bool> dirty = false;   // fd differs from the committed version
+  ~WriteHandle() override {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+struct DirHandle : Handle {
+  std::mutex mu;
+  std::string path;
+  std::vector<DirEntry> entries;  // fetched so far; entry i has offset i + 3
+  bool complete = false;
+};
+
+class FuseMountImpl final : public FuseMount {
+ public:
+  FuseMountImpl(Volume* volume, MountOptions options)
+      : volume_(volume), options_(std::move(options)) {}
+
+  ~FuseMountImpl() override {
+    {
+      std::lock_guard lock(notify_mu_);
+      stopping_ = true;
+    }
+    notify_cv_.notify_all();
+    if (notifier_.joinable()) notifier_.join();
+    if (session_ != nullptr) {
+      if (mounted_) fuse_session_unmount(session_);
+      fuse_session_destroy(session_);
+    }
+  }
+
+  Status Start() {
+    struct stat st {};
+    if (::stat(options_.mountpoint.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+      return InvalidArgument("mount point " + options_.mountpoint + " is not a directory");
+    }
+    if (::stat(options_.staging_dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+      return InvalidArgument("staging directory " + options_.staging_dir + " is not a directory");
+    }
+    std::string opts = "fsname=weft:" + options_.source + ",subtype=weft,default_permissions";
+    if (options_.allow_other) opts += ",allow_other";
+    if (options_.read_only) opts += ",ro";
+    std::vector<std::string> argv = {"weft", "-o", opts};
+    std::vector<char*> raw;
+    for (std::string& a : argv) raw.push_back(a.data());
+    struct fuse_args args = FUSE_ARGS_INIT(static_cast<int>(raw.size()), raw.data());
+    static const struct fuse_lowlevel_ops ops = Ops();
+    session_ = fuse_session_new(&args, &ops, sizeof(ops), this);
+    if (session_ == nullptr) return Internal("fuse_session_new failed for " + opts);
+    if (fuse_session_mount(session_, options_.mountpoint.c_str()) != 0) {
+      return Unavailable("cannot mount at " + options_.mountpoint +
+                         " (is /dev/fuse there, and fusermount3 installed for non-root users?)");
+    }
+    mounted_ = true;
+    notifier_ = std::thread([this] { NotifyLoop(); });
+    return OkStatus();
+  }
+
+  Status Run() override {
+    if (fuse_set_signal_handlers(session_) != 0) return Internal("fuse_set_signal_handlers failed");
+    struct fuse_loop_config* config = fuse_loop_cfg_create();
+    fuse_loop_cfg_set_max_threads(config, 64);
+    int rc = fuse_session_loop_mt(session_, config);
+    fuse_loop_cfg_destroy(config);
+    fuse_remove_signal_handlers(session_);
+    fuse_session_unmount(session_);
+    mounted_ = false;
+    // A signal ends the loop with its number; that is a clean stop.
+    if (rc < 0) return IoError("FUSE session ended with error " + std::to_string(-rc));
+    return OkStatus();
+  }
+
+  // Queued, not done here: the caller may be a spoke acknowledging a lease revocation that a
+  // request of this very mount is waiting for while the kernel holds the directory's lock,
+  // which a notification needs too.
+  void Invalidate(const std::vector<std::string>& dirs,
+                  const std::vector<std::string>& subtrees) override {
+    std::lock_guard lock(notify_mu_);
+    pending_.push_back({dirs, subtrees});
+    notify_cv_.notify_one();
+  }
+
+  void NotifyLoop() {
+    std::unique_lock lock(notify_mu_);
+    for (;;) {
+      notify_cv_.wait(lock, [this] { return stopping_ || !pending_.empty(); });
+      if (stopping_) return;
+      auto [dirs, subtrees] = std::move(pending_.front());
+      pending_.pop_front();
+      lock.unlock();
+      Notify(dirs, subtrees);
+      lock.lock();
+    }
+  }
+
+  void Notify(const std::vector<std::string>& dirs, const std::vector<std::string>& subtrees) {
+    // Collected first: the kernel may answer a notification with a FORGET, which takes the
+    // node table's lock on another thread.
+    std::vector<NodeTable::Child> children = nodes_.Under(dirs, subtrees);
+    {
+      std::lock_guard lock(versions_mu_);
+      for (const NodeTable::Child& c : children) cached_versions_.erase(c.id);
+    }
+    for (const NodeTable::Child& c : children) {
+      fuse_lowlevel_notify_inval_entry(session_, c.parent, c.name.c_str(), c.name.size());
+      fuse_lowlevel_notify_inval_inode(session_, c.id, 0, 0);
+    }
+  }
+
+  void SetCacheControl(CacheControl control) override {
+    std::lock_guard lock(mu_);
+    control_ = std::move(control);
+  }
+
+ private:
+  static FuseMountImpl* Self(fuse_req_t req) {
+    return static_cast<FuseMountImpl*>(fuse_req_userdata(req));
+  }
+
+  RequestContext ContextOf(fuse_req_t req) const {
+    RequestContext ctx = options_.context;
+    const struct fuse_ctx* caller = fuse_req_ctx(req);
+    ctx.uid = caller->uid;
+    ctx.gid = caller->gid;
+    return ctx;
+  }
+
+  bool HasControl() {
+    std::lock_guard lock(mu_);
+    return static_cast<bool>(control_.stats);
+  }
+
+  double TimeoutFor(const std::string& path) const {
+    return InSnapshot(path) ? kImmutableTimeout : options_.attr_timeout_s;
+  }
+
+  // The path node `ino` names, or the errno to answer.
+  std::optional<std::string> PathOr(fuse_req_t req, fuse_ino_t ino) {
+    std::optional<std::string> path = nodes_.PathOf(ino);
+    if (!path) fuse_reply_err(req, ENOENT);
+    return path;
+  }
+
+  std::optional<std::string> ChildOr(fuse_req_t req, fuse_ino_t parent, const char* name) {
+    std::optional<std::string> dir = PathOr(req, parent);
+    if (!dir) return std::nullopt;
+    std::string_view n(name);
+    if (n.size() > kMaxNameBytes) {
+      fuse_reply_err(req, ENAMETOOLONG);
+      return std::nullopt;
+    }
+    if (!ValidateName(n).ok()) {
+      fuse_reply_err(req, EINVAL);
+      return std::nullopt;
+    }
+    return ChildPath(*dir, std::string(n));
+  }
+
+  bool RejectWrite(fuse_req_t req, const std::string& path) {
+    if (!options_.read_only && !UnderWeft(path)) return false;
+    fuse_reply_err(req, EROFS);
+    return true;
+  }
+
+  // Stat through the volume, with the cache control's synthetic entries and the sizes of
+  // writes still open here.
+  Result<FileInfo> StatPath(const RequestContext& ctx, const std::string& path) {
+    if (UnderWeft(path) && HasControl()) {
+      if (path == kControlDir) return SyntheticDir(path, 1);
+      if (path == kStatsFile || path == kHintsFile) {
+        FileInfo info;
+        info.path = path;
+        info.inode = kSyntheticIno + (path == kStatsFile ? 2 : 3);
+        info.mode = path == kStatsFile ? 0444 : 0222;
+        info.mtime_ns = NowNs();
+        return info;
+      }
+    }
+    Result<FileInfo> info = volume_->Stat(ctx, path);
+    if (!info.ok() && path == kWeftDir && info.status().code() == StatusCode::kNotFound &&
+        HasControl()) {
+      return SyntheticDir(path, 0);
+    }
+    return info;
+  }
+
+  // Applies open writes' sizes to what the volume says of node `ino`. A handle in writes_ is
+  // not deleted while mu_ is held.
+  void OverlayOpenWrites(fuse_ino_t ino, struct stat* st) {
+    std::lock_guard lock(mu_);
+    auto it = writes_.find(ino);
+    if (it == writes_.end()) return;
+    for (WriteHandle* w : it->second) {
+      if (!w->loaded) continue;
+      struct stat tmp {};
+      if (::fstat(w->fd, &tmp) == 0) {
+        st->st_size = tmp.st_size;
+        st->st_blocks = tmp.st_blocks;
+        if (w->dirty) st->st_mtim = tmp.st_mtim;
+      }
+      return;
+    }
+  }
+
+  void ReplyEntry(fuse_req_t req, const std::string& path, const FileInfo& info) {
+    struct fuse_entry_param e {};
+    e.ino = nodes_.Lookup(path);
+    e.attr = StatOf(info, e.ino);
+    OverlayOpenWrites(e.ino, &e.attr);
+    e.attr_timeout = e.entry_timeout = TimeoutFor(path);
+    if (fuse_reply_entry(req, &e) != 0) nodes_.Forget(e.ino, 1);
+  }
+
+  void ReplyAttr(fuse_req_t req, fuse_ino_t ino, const std::string& path, const FileInfo& info) {
+    struct stat st = StatOf(info, ino);
+    OverlayOpenWrites(ino, &st);
+    fuse_reply_attr(req, &st, TimeoutFor(path));
+  }
+
+  // ---- writes ----
+
+  Result<int> NewStagingFile() {
+    int fd = ::open(options_.staging_dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    if (fd >= 0) return fd;
+    std::string name = options_.staging_dir + "/.weft-write-XXXXXX";
+    fd = ::mkstemp(name.data());
+    if (fd < 0) return IoError("cannot create a staging file in " + options_.staging_dir);
+    ::unlink(name.c_str());
+    return fd;
+  }
+
+  // Copies the committed content of the handle's file into its staging file, once.
+  Status Load(WriteHandle& w) {
+    if (w.loaded) return OkStatus();
+    std::optional<std::string> path = nodes_.PathOf(w.node);
+    if (path) {
+      Result<std::unique_ptr<FileReader>> reader = volume_->OpenReader(w.ctx, *path);
+      if (!reader.ok() && reader.status().code() != StatusCode::kNotFound) return reader.status();
+      if (reader.ok()) {
+        uint64_t offset = 0;
+        for (;;) {
+          WEFT_ASSIGN_OR_RETURN(std::string piece, (*reader)->ReadAt(offset, kIoBytes));
+          if (piece.empty()) break;
+          if (::pwrite(w.fd, piece.data(), piece.size(), static_cast<off_t>(offset)) !=
+              static_cast<ssize_t>(piece.size())) {
+            return ResourceExhausted("cannot stage " + *path + " in " + options_.staging_dir +
+                                     ": " + std::strerror(errno));
+          }
+          offset += piece.size();
+        }
+      }
+    }
+    w.loaded = true;
+    return OkStatus();
+  }
+
+  // Makes the staged bytes the file's new version. An unlinked file's bytes go with it.
+  Status Commit(WriteHandle& w) {
+    if (!w.dirty) return OkStatus();
+    std::optional<std::string> path = nodes_.PathOf(w.node);
+    if (!path) {
+      w.dirty = false;
+      return OkStatus();
+    }
+    WriteOptions opts;
+    Result<FileInfo> current = volume_->Stat(w.ctx, *path);
+    if (current.ok()) opts.mode = current->mode;
+    WEFT_ASSIGN_OR_RETURN(std::unique_ptr<FileWriter> writer,
+                          volume_->OpenWriter(w.ctx, *path, opts));
+    std::string buffer(kIoBytes, '\0');
+    off_t offset = 0;
+    for (;;) {
+      ssize_t n = ::pread(w.fd, buffer.data(), buffer.size(), offset);
+      if (n < 0) return IoError("cannot read the staged bytes of " + *path);
+      if (n == 0) break;
+      WEFT_RETURN_IF_ERROR(
+          writer->Write(AsBytes(std::string_view(buffer.data(), static_cast<size_t>(n)))));
+      offset += n;
+    }
+    WEFT_RETURN_IF_ERROR(writer->Commit().status());
+    w.dirty = false;
+    std::lock_guard lock(versions_mu_);
+    cached_versions_.erase(w.node);
+    return OkStatus();
+  }
+
+  Result<std::unique_ptr<WriteHandle>> OpenWrite(const RequestContext& ctx, uint64_t node,
+                                                 bool truncate) {
+    auto w = std::make_unique<WriteHandle>();
+    w->node = node;
+    w->ctx = ctx;
+    WEFT_ASSIGN_OR_RETURN(w->fd, NewStagingFile());
+    if (truncate) {
+      w->loaded = true;
+      w->dirty = true;
+    }
+    std::lock_guard lock(mu_);
+    writes_[node].insert(w.get());
+    return w;
+  }
+
+  void CloseWrite(WriteHandle* w) {
+    std::lock_guard lock(mu_);
+    auto it = writes_.find(w->node);
+    if (it == writes_.end()) return;
+    it->second.erase(w);
+    if (it->second.empty()) writes_.erase(it);
+  }
+
+  // A handle already open on `node` for writing, if any (truncate goes through it).
+  WriteHandle* OpenWriteOf(uint64_t node) {
+    std::lock_guard lock(mu_);
+    auto it = writes_.find(node);
+    return it == writes_.end() || it->second.empty() ? nullptr : *it->second.begin();
+  }
+
+  Status Truncate(const RequestContext& ctx, uint64_t node, uint64_t size) {
+    WriteHandle* open = OpenWriteOf(node);
+    std::unique_ptr<WriteHandle> own;
+    if (open == nullptr) {
+      WEFT_ASSIGN_OR_RETURN(own, OpenWrite(ctx, node, size == 0));
+      open = own.get();
+    }
+    Status done;
+    {
+      std::lock_guard lock(open->mu);
+      done = Load(*open);
+      if (done.ok() && ::ftruncate(open->fd, static_cast<off_t>(size)) != 0) {
+        done = ResourceExhausted("cannot truncate in " + options_.staging_dir);
+      }
+      if (done.ok()) open->dirty = true;
+      // Without a handle open the truncation is its own version; with one, its close commits.
+      if (done.ok() && own) done = Commit(*open);
+    }
+    if (own) CloseWrite(own.get());
+    return done;
+  }
+
+  // ---- operations ----
+
+  static void OpInit(void*, struct fuse_conn_info* conn) {
+    conn->max_write = kIoBytes;
+    conn->max_readahead = kIoBytes;
+    if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC) conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
+    // Writes reach us as written: the staging file is the only copy until commit.
+    conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
+  }
+
+  static void OpLookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
+    FuseMountImpl* self = Self(req);
+    std::optional<std::string> path = self->ChildOr(req, parent, name);
+    if (!path) return;
+    Result<FileInfo> info = self->StatPath(self->ContextOf(req), *path);
+    if (!info.ok()) return (void)fuse_reply_err(req, ErrnoOf(info.status()));
+    self->ReplyEntry(req, *path, *info);
+  }
+
+  static void OpForget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup) {
+    Self(req)->nodes_.Forget(ino, nlookup);
+    fuse_reply_none(req);
+  }
+
+  static void OpForgetMulti(fuse_req_t req, size_t count, struct fuse_forget_data* forgets) {
+    for (size_t i = 0; i < count; ++i) Self(req)->nodes_.Forget(forgets[i].ino, forgets[i].nlookup);
+    fuse_reply_none(req);
+  }
+
+  static void OpGetattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi) {
+    FuseMountImpl* self = Self(req);
+    std::optional<std::string> path = self->nodes_.PathOf(ino);
+    if (!path) {
+      // Unlinked but still open (fstat): the handle knows its file.
+      if (fi != nullptr) {
+        if (auto* r = dynamic_cast<ReadHandle*>(reinterpret_cast<Handle*>(fi->fh))) {
+          return self->ReplyAttr(req, ino, r->reader->info().path, r->reader->info());
+        }
+      }
+      return (void)fuse_reply_err(req, ENOENT);
+    }
+    Result<FileInfo> info = self->StatPath(self->ContextOf(req), *path);
+    if (!info.ok()) return (void)fuse_reply_err(req, ErrnoOf(info.status()));
+    self->ReplyAttr(req, ino, *path, *info);
+  }
+
+  static void OpSetattr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set,
+                        struct fuse_file_info*) {
+    FuseMountImpl* self = Self(req);
+    std::optional<std::string> path = self->PathOr(req, ino);
+    if (!path || self->RejectWrite(req, *path)) return;
+    RequestContext ctx = self->ContextOf(req);
+    if (to_set & FUSE_SET_ATTR_SIZE) {
+      Status truncated = self->Truncate(ctx, ino, static_cast<uint64_t>(attr->st_size));
+      if (!truncated.ok()) return (void)fuse_reply_err(req, ErrnoOf(truncated));
+    }
+    SetAttrRequest change;
+    if (to_set & FUSE_SET_ATTR_MODE) change.mode = attr->st_mode & 07777;
+    if (to_set & FUSE_SET_ATTR_UID) change.uid = attr->st_uid;
+    if (to_set & FUSE_SET_ATTR_GID) change.gid = attr->st_gid;
+    if (to_set & FUSE_SET_ATTR_MTIME_NOW) {
+      change.mtime_ns = NowNs();
+    } else if (to_set & FUSE_SET_ATTR_MTIME) {
+      change.mtime_ns =
+          static_cast<int64_t>(attr->st_mtim.tv_sec) * 1'000'000'000 + attr->st_mtim.tv_nsec;
+    }
+    // atime is not kept: reads do not write metadata.
+    if (change.mode || change.uid || change.gid || change.mtime_ns) {
+      Result<FileInfo> changed = self->volume_->SetAttr(ctx, *path, change);
+      if (!changed.ok()) return (void)fuse_reply_err(req, ErrnoOf(changed.status()));
+    }
+    Result<FileInfo> info = self->StatPath(ctx, *path);
+    if (!info.ok()) return (void)fuse_reply_err(req, ErrnoOf(info.status()));
+    self->ReplyAttr(req, ino, *path, *info);
+  }
+
+  static void OpReadlink(fuse_req_t req, fuse_ino_t ino) {
+    FuseMountImpl* self = Self(req);
+    std::optional<std::string> path = self->PathOr(req, ino);
+    if (!path) return;
+    Result<FileInfo> info = self->volume_->Stat(self->ContextOf(req), *path);
+    if (!info.ok()) return (void)fuse_reply_err(req, ErrnoOf(info.status()));
+    if (info->type != FileType::kSymlink) return (void)fuse_reply_err(req, EINVAL);
+    fuse_reply_readlink(req, info->symlink_target.c_str());
+  }
+
+  // A new empty file, visible at once (O_CREAT, mknod): an empty version, committed only if
+  // nothing is at the path yet.
+  Result<FileInfo> CreateEmpty(const RequestContext& ctx, const std::string& path, mode_t mode) {
+    WriteOptions opts;
+    opts.mode = mode & 07777;
+    opts.if_version = "";
+    WEFT_ASSIGN_OR_RETURN(std::unique_ptr<FileWriter> writer, volume_->OpenWriter(ctx, path, opts));
+    Result<FileInfo> info = writer->Commit();
+    if (!info.ok() && info.status().code() == StatusCode::kFailedPrecondition) {
+      return AlreadyExists(path + " exists");
+    }
+    return info;
+  }
+
+  static void OpMknod(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, dev_t) {
+    FuseMountImpl* self = Self(req);
+    std::optional<std::string> path = self->ChildOr(req, parent, name);
+    if (!path || self->RejectWrite(req, *path)) return;
+    if (!S_ISREG(mode)) return (void)fuse_reply_err(req, EPERM);  // no devices, fifos, sockets
+    Result<FileInfo> info = self->CreateEmpty(self->ContextOf(req), *path, mode);
+    if (!info.ok()) return (void)fuse_reply_err(req, ErrnoOf(info.status()));
+    self->ReplyEntry(req, *path, *info);
+  }
+
+  static void OpMkdir(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode) {
+    FuseMountImpl* self = Self(req);
+    std::optional<std::string> path = self->ChildOr(req, parent, name);
+    if (!path) return;
+    if (ParentPath(*path) == kSnapshotsDir && !self->options_.read_only) {
+      // mkdir /.weft/snapshots/NAME takes a snapshot of the whole volume.
+      RequestContext ctx = self->ContextOf(req);
+      Result<SnapshotInfo> snap = self->volume_->CreateSnapshot(ctx, name, "/");
+      if (!snap.ok()) return (void)fuse_reply_err(req, ErrnoOf(snap.status()));
+      Result<FileInfo> info = self->volume_->Stat(ctx, *path);
+      if (!info.ok()) return (void)fuse_reply_err(req, ErrnoOf(info.status()));
+      return self->ReplyEntry(req, *path, *info);
+    }
+    if (self->RejectWrite(req, *path)) return;
+    Result<FileInfo> info = self->volume_->Mkdir(self->ContextOf(req), *path, mode & 07777);
+    if (!info.ok()) return (void)fuse_reply_err(req, ErrnoOf(info.status()));
+    self->ReplyEntry(req, *path, *info);
+  }
+
+  static void OpUnlink(fuse_req_t req, fuse_ino_t parent, const char* name) {
+    FuseMountImpl* self = Self(req);
+    std::optional<std::string> path = self->ChildOr(req, parent, name);
+    if (!path || self->RejectWrite(req, *path)) return;
+    Status removed = self->volume_->Unlink(self->ContextOf(req), *path);
+    if (!removed.ok()) return (void)fuse_reply_err(req, ErrnoOf(removed));
+    self->nodes_.Detach(*path);
+    fuse_reply_err(req, 0);
+  }
+
+  static void OpRmdir(fuse_req_t req, fuse_ino_t parent, const char* name) {
+    FuseMountImpl* self = Self(req);
+    std::optional<std::string> path = self->ChildOr(req, parent, name);
+    if (!path) return;
+    Status removed;
+    if (ParentPath(*path) == kSnapshotsDir && !self->options_.read_only) {
+      removed = self->volume_->DeleteSnapshot(self->ContextOf(req), name);
+    } else if (self->RejectWrite(req, *path)) {
+      return;
+    } else {
+      removed = self->volume_->Rmdir(self->ContextOf(req), *path);
+    }
+    if (!removed.ok()) return (void)fuse_reply_err(req, ErrnoOf(removed));
+    self->nodes_.Detach(*path);
+    fuse_reply_err(req, 0);
+  }
+
+  static void OpSymlink(fuse_req_t req, const char* link, fuse_ino_t parent, const char* name) {
+    FuseMountImpl* self = Self(req);
+    std::optional<std::string> path = self->ChildOr(req, parent, name);
+    if (!path || self->RejectWrite(req, *path)) return;
+    Result<FileInfo> info = self->volume_->Symlink(self->ContextOf(req), *path, link);
+    if (!info.ok()) return (void)fuse_reply_err(req, ErrnoOf(info.status()));
+    self->ReplyEntry(req, *path, *info);
+  }
+
+  static void OpRename(fuse_req_t req, fuse_ino_t parent, const char* name, fuse_ino_t newparent,
+                       const char* newname, unsigned int flags) {
+    FuseMountImpl* self = Self(req);
+    std::optional<std::string> from = self->ChildOr(req, parent, name);
+    if (!from) return;
+    std::optional<std::string> to = self->ChildOr(req, newparent, newname);
+    if (!to || self->RejectWrite(req, *from) || self->RejectWrite(req, *to)) return;
+    RequestContext ctx = self->ContextOf(req);
+    if (flags & RENAME_EXCHANGE) return (void)fuse_reply_err(req, EINVAL);
+    if (flags & RENAME_NOREPLACE) {
+      Result<FileInfo> there = self->volume_->Stat(ctx, *to);
+      if (there.ok()) return (void)fuse_reply_err(req, EEXIST);
+    }
+    Status moved = self->volume_->Rename(ctx, *from, *to);
+    if (!moved.ok()) return (void)fuse_reply_err(req, ErrnoOf(moved));
+    self->nodes_.Rename(*from, *to);
+    fuse_reply_err(req, 0);
+  }
+
+  static void OpLink(fuse_req_t req, fuse_ino_t, fuse_ino_t, const char*) {
+    fuse_reply_err(req, EPERM);  // versions belong to one path: no hard links
+  }
+
+  Handle* OpenControl(fuse_req_t req, const std::string& path, struct fuse_file_info* fi) {
+    std::lock_guard lock(mu_);
+    fi->direct_io = 1;  // generated content: the size the kernel was told means nothing
+    if (path == kStatsFile) {
+      if ((fi->flags & O_ACCMODE) != O_RDONLY) return fuse_reply_err(req, EACCES), nullptr;
+      auto h = new MemoryHandle;
+      h->bytes = control_.stats() + "\n";
+      return h;
+    }
+    if ((fi->flags & O_ACCMODE) == O_RDONLY) return fuse_reply_err(req, EACCES), nullptr;
+    return new HintHandle;
+  }
+
+  static void OpOpen(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi) {
+    FuseMountImpl* self = Self(req);
+    std::optional<std::string> path = self->PathOr(req, ino);
+    if (!path) return;
+    RequestContext ctx = self->ContextOf(req);
+    if ((*path == kStatsFile || *path == kHintsFile) && self->HasControl()) {
+      Handle* h = self->OpenControl(req, *path, fi);
+      if (h == nullptr) return;
+      fi->fh = reinterpret_cast<uint64_t>(h);
+      return (void)fuse_reply_open(req, fi);
+    }
+    if ((fi->flags & O_ACCMODE) == O_RDONLY) {
+      Result<std::unique_ptr<FileReader>> reader = self->volume_->OpenReader(ctx, *path);
+      if (!reader.ok()) return (void)fuse_reply_err(req, ErrnoOf(reader.status()));
+      // Keep the kernel's pages when they hold this very version (or a snapshot's).
+      const std::string& version = (*reader)->info().version_id;
+      if (InSnapshot(*path)) {
+        fi->keep_cache = 1;
+      } else {
+        bool writing = false;
+        {
+          std::lock_guard lock(self->mu_);
+          writing = self->writes_.count(ino) > 0;
+        }
+        std::lock_guard lock(self->versions_mu_);
+        std::string& cached = self->cached_versions_[ino];
+        fi->keep_cache = cached == version && !writing;
+        cached = version;
+      }
+      auto h = std::make_unique<ReadHandle>();
+      h->reader = std::move(*reader);
+      fi->fh = reinterpret_cast<uint64_t>(static_cast<Handle*>(h.release()));
+      return (void)fuse_reply_open(req, fi);
+    }
+    if (self->RejectWrite(req, *path)) return;
+    Result<FileInfo> info = self->volume_->Stat(ctx, *path);
+    if (!info.ok()) return (void)fuse_reply_err(req, ErrnoOf(info.status()));
+    if (info->type == FileType::kDirectory) return (void)fuse_reply_err(req, EISDIR);
+    Result<std::unique_ptr<WriteHandle>> w = self->OpenWrite(ctx, ino, fi->flags & O_TRUNC);
+    if (!w.ok()) return (void)fuse_reply_err(req, ErrnoOf(w.status()));
+    {
+      std::lock_guard lock(self->versions_mu_);
+      self->cached_versions_.erase(ino);
+    }
+    fi->keep_cache = 0;
+    fi->fh = reinterpret_cast<uint64_t>(static_cast<Handle*>(w->release()));
+    fuse_reply_open(req, fi);
+  }
+
+  static void OpCreate(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
+                       struct fuse_file_info* fi) {
+    FuseMountImpl* self = Self(req);
+    std::optional<std::string> path = self->ChildOr(req, parent, name);
+    if (!path || self->RejectWrite(req, *path)) return;
+    RequestContext ctx = self->ContextOf(req);
+    Result<FileInfo> info = self->CreateEmpty(ctx, *path, mode);
+    if (!info.ok() && info.status().code() == StatusCode::kAlreadyExists && !(fi->flags & O_EXCL)) {
+      info = self->volume_->Stat(ctx, *path);  // another client made it first: open that
+    }
+    if (!info.ok()) return (void)fuse_reply_err(req, ErrnoOf(info.status()));
+    struct fuse_entry_param e {};
+    e.ino = self->nodes_.Lookup(*path);
+    Result<std::unique_ptr<WriteHandle>> w = self->OpenWrite(ctx, e.ino, info->size == 0);
+    if (!w.ok()) {
+      self->nodes_.Forget(e.ino, 1);
+      return (void)fuse_reply_err(req, ErrnoOf(w.status()));
+    }
+    (*w)->dirty = false;  // the empty version is committed already
+    e.attr = StatOf(*info, e.ino);
+    e.attr_timeout = e.entry_timeout = self->TimeoutFor(*path);
+    WriteHandle* handle = w->release();
+    fi->fh = reinterpret_cast<uint64_t>(static_cast<Handle*>(handle));
+    if (fuse_reply_create(req, &e, fi) != 0) {
+      self->CloseWrite(handle);
+      delete handle;
+      self->nodes_.Forget(e.ino, 1);
+    }
+  }
+
+  static void OpRead(fuse_req_t req, fuse_ino_t, size_t size, off_t off,
+                     struct fuse_file_info* fi) {
+    FuseMountImpl* self = Self(req);
+    Handle* h = reinterpret_cast<Handle*>(fi->fh);
+    if (auto* r = dynamic_cast<ReadHandle*>(h)) {
+      Result<std::string> bytes = r->reader->ReadAt(static_cast<uint64_t>(off), size);
+      if (!bytes.ok()) return (void)fuse_reply_err(req, ErrnoOf(bytes.status()));
+      return (void)fuse_reply_buf(req, bytes->data(), bytes->size());
+    }
+    if (auto* m = dynamic_cast<MemoryHandle*>(h)) {
+      size_t start = std::min(m->bytes.size(), static_cast<size_t>(off));
+      size_t n = std::min(size, m->bytes.size() - start);
+      return (void)fuse_reply_buf(req, m->bytes.data() + start, n);
+    }
+    auto* w = dynamic_cast<WriteHandle*>(h);
+    if (w == nullptr) return (void)fuse_reply_err(req, EBADF);
+    std::lock_guard lock(w->mu);
+    Status loaded = self->Load(*w);
+    if (!loaded.ok()) return (void)fuse_reply_err(req, ErrnoOf(loaded));
+    std::string buffer(size, '\0');
+    ssize_t n = ::pread(w->fd, buffer.data(), size, off);
+    if (n < 0) return (void)fuse_reply_err(req, EIO);
+    fuse_reply_buf(req, buffer.data(), static_cast<size_t>(n));
+  }
+
+  static void OpWrite(fuse_req_t req, fuse_ino_t, const char* buf, size_t size, off_t off,
+                      struct fuse_file_info* fi) {
+    FuseMountImpl* self = Self(req);
+    Handle* h = reinterpret_cast<Handle*>(fi->fh);
+    if (auto* hint = dynamic_cast<HintHandle*>(h)) {
+      std::lock_guard lock(hint->mu);
+      constexpr size_t kMaxHintBytes = 64 << 20;
+      size_t end = static_cast<size_t>(off) + size;
+      if (end > kMaxHintBytes) return (void)fuse_reply_err(req, EFBIG);
+      if (hint->body.size() < end) hint->body.resize(end);
+      std::memcpy(hint->body.data() + off, buf, size);
+      return (void)fuse_reply_write(req, size);
+    }
+    auto* w = dynamic_cast<WriteHandle*>(h);
+    if (w == nullptr) return (void)fuse_reply_err(req, EBADF);
+    std::lock_guard lock(w->mu);
+    Status loaded = self->Load(*w);
+    if (!loaded.ok()) return (void)fuse_reply_err(req, ErrnoOf(loaded));
+    ssize_t n = ::pwrite(w->fd, buf, size, off);
+    if (n < 0) return (void)fuse_reply_err(req, errno == ENOSPC ? ENOSPC : EIO);
+    w->dirty = true;
+    fuse_reply_write(req, static_cast<size_t>(n));
+  }
+
+  // A close (of each descriptor): commits, so that close() reports a failed commit.
+  static void OpFlush(fuse_req_t req, fuse_ino_t, struct fuse_file_info* fi) {
+    FuseMountImpl* self = Self(req);
+    Handle* h = reinterpret_cast<Handle*>(fi->fh);
+    if (auto* hint = dynamic_cast<HintHandle*>(h)) {
+      std::lock_guard lock(hint->mu);
+      if (hint->sent || hint->body.empty()) return (void)fuse_reply_err(req, 0);
+      hint->sent = true;
+      CacheControl control;
+      {
+        std::lock_guard clock(self->mu_);
+        control = self->control_;
+      }
+      Result<std::string> answer = control.hint(self->ContextOf(req), hint->body);
+      if (!answer.ok()) {
+        std::fprintf(stderr, "weft: hint refused: %s\n", answer.status().ToString().c_str());
+        return (void)fuse_reply_err(req, EINVAL);
+      }
+      return (void)fuse_reply_err(req, 0);
+    }
+    auto* w = dynamic_cast<WriteHandle*>(h);
+    if (w == nullptr) return (void)fuse_reply_err(req, 0);
+    std::lock_guard lock(w->mu);
+    Status committed = self->Commit(*w);
+    fuse_reply_err(req, ErrnoOf(committed));
+  }
+
+  static void OpFsync(fuse_req_t req, fuse_ino_t, int, struct fuse_file_info* fi) {
+    FuseMountImpl* self = Self(req);
+    auto* w = dynamic_cast<WriteHandle*>(reinterpret_cast<Handle*>(fi->fh));
+    if (w == nullptr) return (void)fuse_reply_err(req, 0);  // committed versions are durable
+    std::lock_guard lock(w->mu);
+    fuse_reply_err(req, ErrnoOf(self->Commit(*w)));
+  }
+
+  static void OpRelease(fuse_req_t req, fuse_ino_t, struct fuse_file_info* fi) {
+    FuseMountImpl* self = Self(req);
+    Handle* h = reinterpret_cast<Handle*>(fi->fh);
+    if (auto* w = dynamic_cast<WriteHandle*>(h)) {
+      {
+        std::lock_guard lock(w->mu);
+        Status committed = self->Commit(*w);
+        if (!committed.ok()) {
+          std::fprintf(stderr, "weft: a write was lost at close: %s\n",
+                       committed.ToString().c_str());
+        }
+      }
+      self->CloseWrite(w);
+    }
+    delete h;
+    fuse_reply_err(req, 0);
+  }
+
+  // ---- directories ----
+
+  static void OpOpendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi) {
+    FuseMountImpl* self = Self(req);
+    std::optional<std::string> path = self->PathOr(req, ino);
+    if (!path) return;
+    Result<FileInfo> info = self->StatPath(self->ContextOf(req), *path);
+    if (!info.ok()) return (void)fuse_reply_err(req, ErrnoOf(info.status()));
+    if (info->type != FileType::kDirectory) return (void)fuse_reply_err(req, ENOTDIR);
+    auto h = std::make_unique<DirHandle>();
+    h->path = *path;
+    fi->fh = reinterpret_cast<uint64_t>(static_cast<Handle*>(h.release()));
+    fi->cache_readdir = InSnapshot(*path);
+    fuse_reply_open(req, fi);
+  }
+
+  // Fetches the next page of `d` (with attributes for readdirplus).
+  Status FetchPage(const RequestContext& ctx, DirHandle& d, bool with_info) {
+    if (d.path == kControlDir) {
+      for (const char* name : {"hints", "stats"}) {
+        DirEntry e;
+        e.name = name;
+        e.info = StatPath(ctx, ChildPath(d.path, name)).value();
+        d.entries.push_back(std::move(e));
+      }
+      d.complete = true;
+      return OkStatus();
+    }
+    ReadDirOptions opts;
+    opts.limit = kReadDirPage;
+    opts.with_info = with_info;
+    if (!d.entries.empty()) opts.start_after = d.entries.back().name;
+    Result<ReadDirPage> page = volume_->ReadDir(ctx, d.path, opts);
+    if (!page.ok() && d.path == kWeftDir && page.status().code() == StatusCode::kNotFound) {
+      page = ReadDirPage{};
+    }
+    WEFT_RETURN_IF_ERROR(page.status());
+    for (DirEntry& e : page->entries) d.entries.push_back(std::move(e));
+    d.complete = !page->truncated;
+    if (d.complete && d.path == kWeftDir && HasControl() &&
+        std::none_of(d.entries.begin(), d.entries.end(),
+                     [](const DirEntry& e) { return e.name == "cache"; })) {
+      DirEntry e;
+      e.name = "cache";
+      e.type = FileType::kDirectory;
+      e.info = SyntheticDir(kControlDir, 1);
+      d.entries.push_back(std::move(e));
+    }
+    return OkStatus();
+  }
+
+  void ReadDir(fuse_req_t req, size_t size, off_t off, struct fuse_file_info* fi, bool plus) {
+    auto* d = dynamic_cast<DirHandle*>(reinterpret_cast<Handle*>(fi->fh));
+    if (d == nullptr) return (void)fuse_reply_err(req, EBADF);
+    std::lock_guard lock(d->mu);
+    RequestContext ctx = ContextOf(req);
+    if (off == 0) {  // (re)start: a rewinddir sees the directory as it is now
+      d->entries.clear();
+      d->complete = false;
+    }
+    std::string buffer(size, '\0');
+    size_t used = 0;
+    for (off_t next = off;; ++next) {
+      std::string name;
+      struct stat st {};
+      std::optional<FileInfo> info;
+      if (next < 2) {
+        name = next == 0 ? "." : "..";
+        st.st_mode = S_IFDIR;
+        st.st_ino = NodeTable::kRootId;  // any non-zero number: "." and ".." are the kernel's
+      } else {
+        size_t index = static_cast<size_t>(next - 2);
+        while (index >= d->entries.size() && !d->complete) {
+          Status fetched = FetchPage(ctx, *d, plus);
+          if (!fetched.ok()) {
+            if (used > 0) break;
+            return (void)fuse_reply_err(req, ErrnoOf(fetched));
+          }
+        }
+        if (index >= d->entries.size()) break;
+        const DirEntry& e = d->entries[index];
+        name = e.name;
+        info = e.info;
+        if (!info) {
+          FileInfo bare;
+          bare.type = e.type;
+          bare.inode = e.inode;
+          info = bare;
+        }
+      }
+      size_t room = buffer.size() - used;
+      size_t wrote = 0;
+      if (plus && info) {
+        struct fuse_entry_param e {};
+        std::string child = ChildPath(d->path, name);
+        // The size first: a lookup is counted only for an entry that is sent.
+        if (fuse_add_direntry_plus(req, nullptr, 0, name.c_str(), nullptr, 0) > room) break;
+        e.ino = nodes_.Lookup(child);
+        e.attr = StatOf(*info, e.ino);
+        OverlayOpenWrites(e.ino, &e.attr);
+        e.attr_timeout = e.entry_timeout = TimeoutFor(child);
+        wrote = fuse_add_direntry_plus(req, buffer.data() + used, room, name.c_str(), &e, next + 1);
+      } else {
+        if (info) st = StatOf(*info, 0);
+        if (plus) {
+          // "." and "..": no entry, no lookup.
+          struct fuse_entry_param e {};
+          e.attr = st;
+          wrote =
+              fuse_add_direntry_plus(req, buffer.data() + used, room, name.c_str(), &e, next + 1);
+        } else {
+          wrote = fuse_add_direntry(req, buffer.data() + used, room, name.c_str(), &st, next + 1);
+        }
+      }
+      if (wrote > room) break;
+      used += wrote;
+    }
+    fuse_reply_buf(req, buffer.data(), used);
+  }
+
+  static void OpReaddir(fuse_req_t req, fuse_ino_t, size_t size, off_t off,
+                        struct fuse_file_info* fi) {
+    Self(req)->ReadDir(req, size, off, fi, false);
+  }
+  static void OpReaddirplus(fuse_req_t req, fuse_ino_t, size_t size, off_t off,
+                            struct fuse_file_info* fi) {
+    Self(req)->ReadDir(req, size, off, fi, true);
+  }
+
+  static void OpReleasedir(fuse_req_t req, fuse_ino_t, struct fuse_file_info* fi) {
+    delete reinterpret_cast<Handle*>(fi->fh);
+    fuse_reply_err(req, 0);
+  }
+
+  static void OpStatfs(fuse_req_t req, fuse_ino_t) {
+    // The disk that holds the data (or a spoke's cache) is where new bytes go.
+    struct statvfs st {};
+    if (::statvfs(Self(req)->options_.staging_dir.c_str(), &st) != 0) {
+      return (void)fuse_reply_err(req, errno);
+    }
+    st.f_namemax = kMaxNameBytes;
+    fuse_reply_statfs(req, &st);
+  }
+
+  static struct fuse_lowlevel_ops Ops() {
+    struct fuse_lowlevel_ops ops {};
+    ops.init = OpInit;
+    ops.lookup = OpLookup;
+    ops.forget = OpForget;
+    ops.forget_multi = OpForgetMulti;
+    ops.getattr = OpGetattr;
+    ops.setattr = OpSetattr;
+    ops.readlink = OpReadlink;
+    ops.mknod = OpMknod;
+    ops.mkdir = OpMkdir;
+    ops.unlink = OpUnlink;
+    ops.rmdir = OpRmdir;
+    ops.symlink = OpSymlink;
+    ops.rename = OpRename;
+    ops.link = OpLink;
+    ops.open = OpOpen;
+    ops.create = OpCreate;
+    ops.read = OpRead;
+    ops.write = OpWrite;
+    ops.flush = OpFlush;
+    ops.fsync = OpFsync;
+    ops.release = OpRelease;
+    ops.opendir = OpOpendir;
+    ops.readdir = OpReaddir;
+    ops.readdirplus = OpReaddirplus;
+    ops.releasedir = OpReleasedir;
+    ops.statfs = OpStatfs;
+    return ops;
+  }
+
+  Volume* volume_;
+  MountOptions options_;
+  struct fuse_session* session_ = nullptr;
+  bool mounted_ = false;
+  NodeTable nodes_;
+
+  std::thread notifier_;  // sends the kernel the invalidations queued by Invalidate
+  std::mutex notify_mu_;
+  std::condition_variable notify_cv_;
+  std::deque<std::pair<std::vector<std::string>, std::vector<std::string>>> pending_;
+  bool stopping_ = false;
+
+  // Lock order: a WriteHandle's mu, then mu_ or versions_mu_ (never both).
+  std::mutex mu_;
+  CacheControl control_;                                         // guarded by mu_
+  std::unordered_map<uint64_t, std::set<WriteHandle*>> writes_;  // open writes per node; mu_
+  std::mutex versions_mu_;
+  // The version whose pages the kernel may hold for a node (keep_cache on the next open).
+  std::unordered_map<uint64_t, std::string> cached_versions_;  // guarded by versions_mu_
+};
+
+}  // namespace
+
+Result<std::unique_ptr<FuseMount>> FuseMount::Mount(Volume* volume, MountOptions options) {
+  auto mount = std::make_unique<FuseMountImpl>(volume, std::move(options));
+  WEFT_RETURN_IF_ERROR(mount->Start());
+  return std::unique_ptr<FuseMount>(std::move(mount));
+}
+
+}  // namespace weft::fuse

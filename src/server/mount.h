@@ -1,0 +1,33 @@
+// `weft mount`: the composition root of a FUSE mount over one of three volumes: a local data
+// directory, an embedded spoke of a hub (the GPU node keeps the cache in-process, no extra
+// hop), or a running hub or spoke reached over the network (an embedded spoke with a
+// throwaway cache).
+#pragma once
+
+#include <cstdio>
+#include <string>
+
+#include "base/status.h"
+#include "server/hub.h"
+
+namespace weft::server {
+
+struct MountOptions {
+  std::string mountpoint;
+  // Exactly one of these three says what to mount.
+  std::string data_dir;    // a local volume
+  std::string hub_url;     // an embedded spoke; `spoke` says how (cache, portals, policy)
+  std::string server_url;  // a running hub or spoke; its key from WEFT_ACCESS_KEY/SECRET_KEY
+  SpokeOptions spoke;      // hub_url and server_url modes; listen/TLS fields unused
+  // Open writes wait here until close; default: inside the data or cache directory.
+  std::string staging_dir;
+  double attr_timeout_s = 1.0;
+  bool read_only = false;
+  bool allow_other = false;
+};
+
+// Mounts, prints "weft: mounted ... at MOUNTPOINT" once the mount is usable, and serves until
+// unmounted or SIGTERM/SIGINT/SIGHUP.
+Status RunMount(const MountOptions& options, FILE* out);
+
+}  // namespace weft::server

@@ -1,0 +1,391 @@
+"""`weft mount` through the kernel's FUSE: POSIX behaviour on a local volume (permissions,
+rename over a file, unlink of an open file, sparse writes, truncate, readdir while the
+directory changes, errors), snapshots, clean unmount, and the two networked forms: an
+embedded spoke of a hub (--hub) and a running hub (--server)."""
+
+import errno
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import threading
+import time
+import unittest
+
+from mountlib import Mount, is_mounted, require_fuse
+from s3lib import ROOT_ACCESS, ROOT_SECRET, S3TestCase
+from weftlib import MIB, WeftTestCase, incompressible
+
+NOBODY = 65534
+
+
+def as_nobody(*argv):
+    """Runs argv as uid/gid 65534 (not root), so the kernel checks permissions."""
+    return subprocess.run(["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}",
+                           "--clear-groups", *argv],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+
+
+def read(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def write(path, data):
+    with open(path, "wb") as f:
+        f.write(data)
+
+
+class LocalMountTestCase(WeftTestCase):
+    """Each test gets `weft mount --data` of its own data directory at self.mp."""
+
+    def setUp(self):
+        super().setUp()
+        require_fuse()
+        self.mp = self.path("mnt")
+        self.mount = Mount(self.bin, self.mp, [], ["--allow-other"], data=self.data)
+        self.addCleanup(self.unmount)
+
+    def unmount(self):
+        if self.mount.proc.poll() is None:
+            self.assertEqual(self.mount.stop(), 0)
+
+    def m(self, *parts):
+        return os.path.join(self.mp, *parts)
+
+    def assert_errno(self, code, fn, *args):
+        with self.assertRaises(OSError) as caught:
+            fn(*args)
+        self.assertEqual(caught.exception.errno, code,
+                         f"{fn.__name__}{args}: {caught.exception}")
+
+
+class PosixTest(LocalMountTestCase):
+    def test_files_round_trip_in_one_mib_pieces_and_survive_a_remount(self):
+        data = incompressible("big", 24 * MIB + 12345)
+        with open(self.m("big.bin"), "wb") as f:
+            for i in range(0, len(data), MIB):
+                f.write(data[i:i + MIB])
+        self.assertEqual(os.stat(self.m("big.bin")).st_size, len(data))
+        self.assertEqual(read(self.m("big.bin")), data)
+        os.makedirs(self.m("a", "b", "c"))
+        write(self.m("a", "b", "c", "small"), b"hello")
+        self.unmount()
+        self.assertFalse(is_mounted(self.mp))
+        # The engine has every byte: the CLI reads what the mount wrote.
+        self.assertEqual(self.weft("cat", "/big.bin").stdout, data)
+        self.assertEqual(self.weft("cat", "/a/b/c/small").stdout, b"hello")
+        self.assert_fsck_clean()
+
+    def test_rename_over_an_existing_file_is_atomic_for_readers(self):
+        old, new = incompressible("old", 3 * MIB), incompressible("new", 3 * MIB + 7)
+        write(self.m("target"), old)
+        write(self.m("incoming"), new)
+        seen = []
+        stop = threading.Event()
+
+        def reader():
+            while not stop.is_set():
+                try:
+                    seen.append(hashlib.sha256(read(self.m("target"))).digest())
+                except FileNotFoundError:
+                    seen.append(None)
+
+        t = threading.Thread(target=reader)
+        t.start()
+        time.sleep(0.05)
+        os.rename(self.m("incoming"), self.m("target"))
+        time.sleep(0.05)
+        stop.set()
+        t.join()
+        self.assertEqual(read(self.m("target")), new)
+        self.assertFalse(os.path.exists(self.m("incoming")))
+        allowed = {hashlib.sha256(old).digest(), hashlib.sha256(new).digest()}
+        self.assertTrue(seen)
+        self.assertTrue(set(seen) <= allowed, "a reader saw neither the old nor the new file")
+        # Directories: over an empty one works, over a non-empty one does not.
+        os.makedirs(self.m("d1", "x"))
+        os.mkdir(self.m("d2"))
+        os.rename(self.m("d1"), self.m("d2"))
+        self.assertTrue(os.path.isdir(self.m("d2", "x")))
+        os.makedirs(self.m("d3", "y"))
+        self.assert_errno(errno.ENOTEMPTY, os.rename, self.m("d3"), self.m("d2"))
+        self.assert_errno(errno.EISDIR, os.rename, self.m("target"), self.m("d2"))
+
+    def test_an_unlinked_file_stays_readable_while_open_and_its_writes_vanish(self):
+        data = incompressible("open", 2 * MIB)
+        write(self.m("f"), data)
+        with open(self.m("f"), "rb") as f:
+            first = f.read(MIB)
+            os.unlink(self.m("f"))
+            self.assertFalse(os.path.exists(self.m("f")))
+            self.assertEqual(first + f.read(), data)
+        # A write still open on a removed file does not bring it back at close.
+        w = open(self.m("g"), "wb")
+        w.write(b"first")
+        os.unlink(self.m("g"))
+        w.write(b" and more")
+        w.close()
+        self.assertFalse(os.path.exists(self.m("g")))
+        self.assertNotIn("g", os.listdir(self.mp))
+
+    def test_sparse_writes_and_truncate(self):
+        with open(self.m("sparse"), "wb") as f:
+            f.seek(5 * MIB)
+            f.write(b"tail")
+            f.seek(100)
+            f.write(b"head")
+        data = read(self.m("sparse"))
+        self.assertEqual(len(data), 5 * MIB + 4)
+        self.assertEqual(data[100:104], b"head")
+        self.assertEqual(data[5 * MIB:], b"tail")
+        self.assertEqual(data[:100] + data[104:5 * MIB], bytes(5 * MIB - 4))
+        # Overwrite in the middle of an existing file keeps the rest.
+        with open(self.m("sparse"), "r+b") as f:
+            f.seek(1000)
+            f.write(b"middle")
+        data2 = read(self.m("sparse"))
+        self.assertEqual(data2[1000:1006], b"middle")
+        self.assertEqual(data2[:1000] + data2[1006:], data[:1000] + data[1006:])
+        # truncate(2) without a descriptor: shrink, then extend with zeros.
+        os.truncate(self.m("sparse"), 102)
+        self.assertEqual(read(self.m("sparse")), bytes(100) + b"he")
+        os.truncate(self.m("sparse"), 110)
+        self.assertEqual(read(self.m("sparse")), bytes(100) + b"he" + bytes(8))
+        # ftruncate on an open descriptor, then append; the size shows before close.
+        with open(self.m("sparse"), "r+b") as f:
+            f.truncate(3)
+            self.assertEqual(os.fstat(f.fileno()).st_size, 3)
+            self.assertEqual(os.stat(self.m("sparse")).st_size, 3)
+            f.seek(0, os.SEEK_END)
+            f.write(b"XY")
+        self.assertEqual(read(self.m("sparse")), bytes(3) + b"XY")
+        # O_TRUNC and O_APPEND.
+        write(self.m("sparse"), b"new")
+        with open(self.m("sparse"), "ab") as f:
+            f.write(b"+1")
+        self.assertEqual(read(self.m("sparse")), b"new+1")
+
+    def test_attributes_symlinks_and_fsync(self):
+        write(self.m("f"), b"abc")
+        os.chmod(self.m("f"), 0o640)
+        os.utime(self.m("f"), ns=(1_600_000_000_000_000_000, 1_600_000_000_000_000_000))
+        st = os.stat(self.m("f"))
+        self.assertEqual(st.st_mode & 0o7777, 0o640)
+        self.assertEqual(st.st_mtime_ns, 1_600_000_000_000_000_000)
+        self.assertEqual(st.st_size, 3)
+        os.chown(self.m("f"), 1234, 5678)
+        st = os.stat(self.m("f"))
+        self.assertEqual((st.st_uid, st.st_gid), (1234, 5678))
+        # A new version keeps the file's mode.
+        write(self.m("f"), b"abcd")
+        self.assertEqual(os.stat(self.m("f")).st_mode & 0o7777, 0o640)
+        os.symlink("f", self.m("link"))
+        self.assertEqual(os.readlink(self.m("link")), "f")
+        self.assertEqual(read(self.m("link")), b"abcd")
+        self.assertTrue(os.path.islink(self.m("link")))
+        self.assert_errno(errno.EPERM, os.link, self.m("f"), self.m("hard"))
+        # fsync makes a version while the file stays open: a snapshot taken then has it.
+        with open(self.m("doc"), "wb") as f:
+            f.write(b"v1")
+            f.flush()
+            os.fsync(f.fileno())
+            os.mkdir(self.m(".weft", "snapshots", "after-fsync"))
+            f.write(b" then v2")
+        self.assertEqual(read(self.m(".weft", "snapshots", "after-fsync", "doc")), b"v1")
+        self.assertEqual(read(self.m("doc")), b"v1 then v2")
+        sv = os.statvfs(self.mp)
+        self.assertGreater(sv.f_blocks, 0)
+        self.assertEqual(sv.f_namemax, 255)
+
+    def test_errors(self):
+        self.assert_errno(errno.ENOENT, open, self.m("missing"), "rb")
+        self.assert_errno(errno.ENOENT, os.stat, self.m("no", "such"))
+        os.mkdir(self.m("d"))
+        self.assert_errno(errno.EEXIST, os.mkdir, self.m("d"))
+        write(self.m("d", "f"), b"x")
+        self.assert_errno(errno.EEXIST, os.open, self.m("d", "f"), os.O_CREAT | os.O_EXCL |
+                          os.O_WRONLY)
+        self.assert_errno(errno.ENOTEMPTY, os.rmdir, self.m("d"))
+        self.assert_errno(errno.ENOTDIR, os.listdir, self.m("d", "f"))
+        self.assert_errno(errno.ENOTDIR, os.mkdir, self.m("d", "f", "sub"))
+        self.assert_errno(errno.EISDIR, open, self.m("d"), "wb")
+        self.assert_errno(errno.ENAMETOOLONG, open, self.m("x" * 256), "wb")
+        self.assert_errno(errno.EPERM, os.mkfifo, self.m("fifo"))
+        self.assertEqual(sorted(os.listdir(self.m("d"))), ["f"])
+
+    def test_permissions_are_checked_for_other_users(self):
+        os.chmod(self.tmp, 0o755)  # let the other user reach the mount point
+        os.mkdir(self.m("private"), 0o700)
+        os.mkdir(self.m("shared"), 0o755)
+        write(self.m("shared", "readme"), b"read me")
+        os.chmod(self.m("shared", "readme"), 0o644)
+        os.mkdir(self.m("open"))
+        os.chmod(self.m("open"), 0o777)  # mkdir's mode passes through the umask
+
+        r = as_nobody("cat", self.m("shared", "readme"))
+        self.assertEqual((r.returncode, r.stdout), (0, b"read me"), r.stderr)
+        r = as_nobody("sh", "-c", f"echo x >> {self.m('shared', 'readme')}")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn(b"Permission denied", r.stderr)
+        r = as_nobody("touch", self.m("shared", "new"))
+        self.assertIn(b"Permission denied", r.stderr)
+        r = as_nobody("ls", self.m("private"))
+        self.assertIn(b"Permission denied", r.stderr)
+        r = as_nobody("chown", "0", self.m("shared", "readme"))
+        self.assertIn(b"Operation not permitted", r.stderr)
+        r = as_nobody("sh", "-c", f"echo mine > {self.m('open', 'mine')}")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        st = os.stat(self.m("open", "mine"))
+        self.assertEqual((st.st_uid, st.st_gid), (NOBODY, NOBODY))
+        self.assertEqual(read(self.m("open", "mine")), b"mine\n")
+        self.assertEqual(read(self.m("shared", "readme")), b"read me")
+        self.assertFalse(os.path.exists(self.m("shared", "new")))
+
+    def test_readdir_while_the_directory_changes(self):
+        d = self.m("many")
+        os.mkdir(d)
+        names = [f"f{i:05d}" for i in range(2500)]
+        for n in names:
+            os.close(os.open(os.path.join(d, n), os.O_CREAT | os.O_WRONLY, 0o644))
+        removed, added = set(names[1::7]), {f"g{i:05d}" for i in range(300)}
+        seen = []
+        with os.scandir(d) as it:
+            for i, entry in enumerate(it):
+                seen.append(entry.name)
+                if i == 400:  # change it halfway through the listing
+                    for n in removed:
+                        os.unlink(os.path.join(d, n))
+                    for n in added:
+                        write(os.path.join(d, n), b"")
+        self.assertEqual(len(seen), len(set(seen)), "a name was listed twice")
+        untouched = set(names) - removed
+        self.assertTrue(untouched <= set(seen), "a name present throughout was not listed")
+        self.assertTrue(set(seen) <= set(names) | added)
+        # A fresh listing is exact.
+        self.assertEqual(set(os.listdir(d)), untouched | added)
+
+    def test_snapshots_are_read_only_trees_of_old_bytes(self):
+        os.mkdir(self.m("data"))
+        write(self.m("data", "a"), b"version 1")
+        os.mkdir(self.m(".weft", "snapshots", "s1"))
+        write(self.m("data", "a"), b"version 2")
+        write(self.m("data", "b"), b"new file")
+        snap = self.m(".weft", "snapshots", "s1")
+        self.assertEqual(os.listdir(self.m(".weft", "snapshots")), ["s1"])
+        self.assertEqual(read(os.path.join(snap, "data", "a")), b"version 1")
+        self.assertEqual(os.listdir(os.path.join(snap, "data")), ["a"])
+        self.assertEqual(read(self.m("data", "a")), b"version 2")
+        self.assert_errno(errno.EROFS, open, os.path.join(snap, "data", "a"), "wb")
+        self.assert_errno(errno.EROFS, os.unlink, os.path.join(snap, "data", "a"))
+        self.assert_errno(errno.EROFS, os.mkdir, os.path.join(snap, "data", "x"))
+        self.assert_errno(errno.EROFS, os.rename, self.m("data", "b"),
+                          os.path.join(snap, "data", "b"))
+        self.assert_errno(errno.EEXIST, os.mkdir, snap)
+        os.rmdir(snap)
+        self.assertEqual(os.listdir(self.m(".weft", "snapshots")), [])
+
+    def test_sigterm_unmounts_cleanly(self):
+        write(self.m("f"), b"kept")
+        self.mount.proc.send_signal(signal.SIGTERM)
+        self.assertEqual(self.mount.proc.wait(30), 0)
+        self.assertFalse(is_mounted(self.mp))
+        self.assertEqual(self.weft("cat", "/f").stdout, b"kept")
+
+
+class ReadOnlyMountTest(WeftTestCase):
+    def test_read_only_refuses_changes(self):
+        require_fuse()
+        self.weft("put", "-", "/f", input=b"bytes")
+        mp = self.path("ro")
+        mount = Mount(self.bin, mp, [], ["--read-only"], data=self.data)
+        self.addCleanup(mount.stop)
+        self.assertEqual(read(os.path.join(mp, "f")), b"bytes")
+        with self.assertRaises(OSError) as caught:
+            write(os.path.join(mp, "f"), b"x")
+        self.assertEqual(caught.exception.errno, errno.EROFS)
+
+    def test_usage_errors_are_one_line(self):
+        proc = self.weft("mount", "--hub", "http://127.0.0.1:1", "--server", "http://x",
+                         self.path("nowhere"), check=False)
+        self.assert_one_line_error(proc, "exactly one of")
+        os.makedirs(self.path("mp"))
+        env = {k: v for k, v in os.environ.items() if not k.startswith("WEFT_HUB_")}
+        proc = subprocess.run([self.bin, "mount", "--hub", "http://127.0.0.1:1", self.path("mp")],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, timeout=60)
+        self.assert_one_line_error(proc, "WEFT_HUB_ACCESS_KEY")
+
+
+class NetworkMountTest(S3TestCase):
+    """--hub (an embedded spoke) and --server (a running hub) over a real `weft serve`."""
+
+    def setUp(self):
+        super().setUp()
+        require_fuse()
+        self.s3 = self.boto3()
+        self.s3.create_bucket(Bucket="data")
+        self.files = {f"train/{i:03d}.bin": incompressible(f"n{i}", 1000 + i * 997)
+                      for i in range(40)}
+        for key, body in self.files.items():
+            self.s3.put_object(Bucket="data", Key=key, Body=body)
+
+    def env(self, prefix):
+        env = dict(os.environ)
+        env.update({f"WEFT_{prefix}ACCESS_KEY": ROOT_ACCESS,
+                    f"WEFT_{prefix}SECRET_KEY": ROOT_SECRET})
+        return env
+
+    def start_mount(self, source_args, env):
+        mp = self.path("mnt")
+        mount = Mount(self.bin, mp, source_args, env=env)
+        self.addCleanup(lambda: mount.proc.poll() is None and mount.stop())
+        return mount, mp
+
+    def test_embedded_spoke_reads_writes_and_sees_hub_changes_at_once(self):
+        mount, mp = self.start_mount(
+            ["--hub", self.hub.url, "--cache", self.path("cache"), "--portal", "/data"],
+            self.env("HUB_"))
+        for key, body in self.files.items():
+            self.assertEqual(read(os.path.join(mp, "data", key)), body, key)
+        # A file closed at the mount is committed at the hub.
+        write(os.path.join(mp, "data", "ckpt.pt"), b"weights")
+        self.assertEqual(self.s3.get_object(Bucket="data", Key="ckpt.pt")["Body"].read(),
+                         b"weights")
+        # A change at the hub is what the next open reads.
+        self.s3.put_object(Bucket="data", Key="train/000.bin", Body=b"changed at the hub")
+        self.assertEqual(read(os.path.join(mp, "data", "train", "000.bin")),
+                         b"changed at the hub")
+        self.s3.put_object(Bucket="data", Key="train/new.bin", Body=b"new")
+        deadline = time.time() + 5
+        while "new.bin" not in os.listdir(os.path.join(mp, "data", "train")):
+            self.assertLess(time.time(), deadline, "a new hub file never appeared")
+            time.sleep(0.1)
+        # NeuralCache's control files.
+        stats = json.loads(read(os.path.join(mp, ".weft", "cache", "stats")))
+        self.assertIn("policy", stats)
+        body = {"dataset": "/data/train", "paths": [f"/data/train/{i:03d}.bin" for i in range(5)]}
+        write(os.path.join(mp, ".weft", "cache", "hints"), json.dumps(body).encode())
+        with self.assertRaises(OSError) as caught:
+            write(os.path.join(mp, ".weft", "cache", "hints"), b"{not json")
+        self.assertEqual(caught.exception.errno, errno.EINVAL)
+        with self.assertRaises(OSError) as caught:
+            write(os.path.join(mp, ".weft", "cache", "hints"),
+                  json.dumps({"dataset": "/data/train", "paths": ["/elsewhere/x"]}).encode())
+        self.assertEqual(caught.exception.errno, errno.EINVAL)
+        self.assertEqual(mount.stop(), 0)
+
+    def test_server_mount_of_a_running_hub(self):
+        mount, mp = self.start_mount(["--server", self.hub.url], self.env(""))
+        self.assertEqual(sorted(os.listdir(os.path.join(mp, "data", "train"))),
+                         sorted(k.split("/")[1] for k in self.files))
+        for key, body in list(self.files.items())[:10]:
+            self.assertEqual(read(os.path.join(mp, "data", key)), body, key)
+        write(os.path.join(mp, "data", "from-mount"), b"hello hub")
+        self.assertEqual(self.s3.get_object(Bucket="data", Key="from-mount")["Body"].read(),
+                         b"hello hub")
+        self.assertEqual(mount.stop(), 0)
+
+
+if __name__ == "__main__":
+    unittest.main()

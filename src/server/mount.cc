@@ -88,6 +88,7 @@ Status RunMount(const MountOptions& options, FILE* out) {
   if (!options.data_dir.empty()) {
     WEFT_ASSIGN_OR_RETURN(local, OpenLocalVolume(options.data_dir));
     volume = local.get();
+    fuse_options.exclusive = true;  // the data directory is locked to this process
     fuse_options.source = options.data_dir;
     fuse_options.staging_dir = options.data_dir + "/staging";
   } else {

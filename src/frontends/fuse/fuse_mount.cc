@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <climits>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
@@ -147,7 +148,7 @@ struct Handle {
 
 // Reads one fixed version: a concurrent overwrite never tears it.
 struct ReadHandle : Handle {
-  std::unique_ptr<FileReader> reader;
+  std::shared_ptr<FileReader> reader;  // shared with the open cache
 };
 
 // Bytes served from memory: the cache control's stats.
@@ -226,8 +227,39 @@ class FuseMountImpl final : public FuseMount {
                          " (is /dev/fuse there, and fusermount3 installed for non-root users?)");
     }
     mounted_ = true;
+    WidenReadahead();
     notifier_ = std::thread([this] { NotifyLoop(); });
     return OkStatus();
+  }
+
+  // The kernel caps a FUSE mount's readahead at its default (128 KiB), whatever INIT asks for;
+  // a sequential reader then waits for 128 KiB round trips. Root may raise the mount's
+  // read_ahead_kb in sysfs; found through mountinfo, since a stat of the mount point would
+  // ask this (not yet serving) daemon. Best effort: others keep the default.
+  void WidenReadahead() {
+    std::FILE* info = std::fopen("/proc/self/mountinfo", "r");
+    if (info == nullptr) return;
+    char* line = nullptr;
+    size_t cap = 0;
+    std::string device;
+    char real[PATH_MAX];
+    const std::string target =
+        ::realpath(options_.mountpoint.c_str(), real) != nullptr ? real : options_.mountpoint;
+    while (::getline(&line, &cap, info) > 0) {
+      // "ID PARENT MAJOR:MINOR ROOT MOUNTPOINT ..."
+      char dev[64], root[PATH_MAX], point[PATH_MAX];
+      if (std::sscanf(line, "%*s %*s %63s %4095s %4095s", dev, root, point) == 3 &&
+          target == point) {
+        device = dev;  // the last match is the newest mount
+      }
+    }
+    std::free(line);
+    std::fclose(info);
+    if (device.empty()) return;
+    std::FILE* ra = std::fopen(("/sys/class/bdi/" + device + "/read_ahead_kb").c_str(), "w");
+    if (ra == nullptr) return;
+    std::fprintf(ra, "%zu\n", kIoBytes / 1024);
+    std::fclose(ra);
   }
 
   Status Run() override {
@@ -249,6 +281,7 @@ class FuseMountImpl final : public FuseMount {
   // which a notification needs too.
   void Invalidate(const std::vector<std::string>& dirs,
                   const std::vector<std::string>& subtrees) override {
+    for (const NodeTable::Child& c : nodes_.Under(dirs, subtrees)) ForgetOpen(c.id);
     std::lock_guard lock(notify_mu_);
     pending_.push_back({dirs, subtrees});
     notify_cv_.notify_one();
@@ -271,10 +304,7 @@ class FuseMountImpl final : public FuseMount {
     // Collected first: the kernel may answer a notification with a FORGET, which takes the
     // node table's lock on another thread.
     std::vector<NodeTable::Child> children = nodes_.Under(dirs, subtrees);
-    {
-      std::lock_guard lock(versions_mu_);
-      for (const NodeTable::Child& c : children) cached_versions_.erase(c.id);
-    }
+    for (const NodeTable::Child& c : children) ForgetOpen(c.id);
     for (const NodeTable::Child& c : children) {
       fuse_lowlevel_notify_inval_entry(session_, c.parent, c.name.c_str(), c.name.size());
       fuse_lowlevel_notify_inval_inode(session_, c.id, 0, 0);
@@ -391,6 +421,46 @@ class FuseMountImpl final : public FuseMount {
     fuse_reply_attr(req, &st, TimeoutFor(path));
   }
 
+  // ---- the open cache ----
+  // What this mount last opened of a node: its version (whose pages the kernel may keep) and
+  // the reader, which the next open reuses instead of resolving the path again. Readers are
+  // kept only when this mount is the volume's only writer (MountOptions::exclusive): then
+  // whatever changes a node's content or name goes through here and forgets it, so a reused
+  // reader is always the current version.
+
+  std::shared_ptr<FileReader> CachedReader(uint64_t node) {
+    std::lock_guard lock(versions_mu_);
+    auto it = readers_.find(node);
+    return it == readers_.end() ? nullptr : it->second;
+  }
+
+  // Records an open; true when the kernel's pages of the node hold this same version.
+  bool RememberOpen(uint64_t node, const std::shared_ptr<FileReader>& reader, bool writing) {
+    constexpr size_t kMaxReaders = 1024;  // each may hold a chunk of its file
+    const std::string& version = reader->info().version_id;
+    std::lock_guard lock(versions_mu_);
+    std::string& cached = cached_versions_[node];
+    const bool same = cached == version && !writing;
+    cached = version;
+    if (writing || !options_.exclusive) return false;
+    if (readers_.size() >= kMaxReaders && readers_.count(node) == 0) {
+      readers_.erase(readers_.begin());
+    }
+    readers_[node] = reader;
+    return same;
+  }
+
+  void ForgetOpen(uint64_t node) {
+    std::lock_guard lock(versions_mu_);
+    cached_versions_.erase(node);
+    readers_.erase(node);
+  }
+
+  void ForgetOpen(const std::string& path) {
+    std::optional<uint64_t> id = nodes_.IdOf(path);
+    if (id) ForgetOpen(*id);
+  }
+
   // ---- writes ----
 
   Result<int> NewStagingFile() {
@@ -453,8 +523,7 @@ class FuseMountImpl final : public FuseMount {
     }
     WEFT_RETURN_IF_ERROR(writer->Commit().status());
     w.dirty = false;
-    std::lock_guard lock(versions_mu_);
-    cached_versions_.erase(w.node);
+    ForgetOpen(w.node);
     return OkStatus();
   }
 
@@ -530,13 +599,18 @@ class FuseMountImpl final : public FuseMount {
   }
 
   static void OpForget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup) {
-    Self(req)->nodes_.Forget(ino, nlookup);
+    Self(req)->ForgetNode(ino, nlookup);
     fuse_reply_none(req);
   }
 
   static void OpForgetMulti(fuse_req_t req, size_t count, struct fuse_forget_data* forgets) {
-    for (size_t i = 0; i < count; ++i) Self(req)->nodes_.Forget(forgets[i].ino, forgets[i].nlookup);
+    for (size_t i = 0; i < count; ++i) Self(req)->ForgetNode(forgets[i].ino, forgets[i].nlookup);
     fuse_reply_none(req);
+  }
+
+  void ForgetNode(uint64_t id, uint64_t lookups) {
+    nodes_.Forget(id, lookups);
+    if (!nodes_.PathOf(id)) ForgetOpen(id);
   }
 
   static void OpGetattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi) {
@@ -562,6 +636,7 @@ class FuseMountImpl final : public FuseMount {
     std::optional<std::string> path = self->PathOr(req, ino);
     if (!path || self->RejectWrite(req, *path)) return;
     RequestContext ctx = self->ContextOf(req);
+    self->ForgetOpen(ino);
     if (to_set & FUSE_SET_ATTR_SIZE) {
       Status truncated = self->Truncate(ctx, ino, static_cast<uint64_t>(attr->st_size));
       if (!truncated.ok()) return (void)fuse_reply_err(req, ErrnoOf(truncated));
@@ -645,6 +720,7 @@ class FuseMountImpl final : public FuseMount {
     if (!path || self->RejectWrite(req, *path)) return;
     Status removed = self->volume_->Unlink(self->ContextOf(req), *path);
     if (!removed.ok()) return (void)fuse_reply_err(req, ErrnoOf(removed));
+    self->ForgetOpen(*path);
     self->nodes_.Detach(*path);
     fuse_reply_err(req, 0);
   }
@@ -662,6 +738,7 @@ class FuseMountImpl final : public FuseMount {
       removed = self->volume_->Rmdir(self->ContextOf(req), *path);
     }
     if (!removed.ok()) return (void)fuse_reply_err(req, ErrnoOf(removed));
+    self->ForgetOpen(*path);
     self->nodes_.Detach(*path);
     fuse_reply_err(req, 0);
   }
@@ -690,6 +767,7 @@ class FuseMountImpl final : public FuseMount {
     }
     Status moved = self->volume_->Rename(ctx, *from, *to);
     if (!moved.ok()) return (void)fuse_reply_err(req, ErrnoOf(moved));
+    self->ForgetOpen(*to);
     self->nodes_.Rename(*from, *to);
     fuse_reply_err(req, 0);
   }
@@ -723,25 +801,23 @@ class FuseMountImpl final : public FuseMount {
       return (void)fuse_reply_open(req, fi);
     }
     if ((fi->flags & O_ACCMODE) == O_RDONLY) {
-      Result<std::unique_ptr<FileReader>> reader = self->volume_->OpenReader(ctx, *path);
-      if (!reader.ok()) return (void)fuse_reply_err(req, ErrnoOf(reader.status()));
-      // Keep the kernel's pages when they hold this very version (or a snapshot's).
-      const std::string& version = (*reader)->info().version_id;
-      if (InSnapshot(*path)) {
-        fi->keep_cache = 1;
-      } else {
-        bool writing = false;
-        {
-          std::lock_guard lock(self->mu_);
-          writing = self->writes_.count(ino) > 0;
-        }
-        std::lock_guard lock(self->versions_mu_);
-        std::string& cached = self->cached_versions_[ino];
-        fi->keep_cache = cached == version && !writing;
-        cached = version;
+      bool writing = false;
+      {
+        std::lock_guard lock(self->mu_);
+        writing = self->writes_.count(ino) > 0;
       }
+      std::shared_ptr<FileReader> reader = writing ? nullptr : self->CachedReader(ino);
+      if (reader == nullptr) {
+        Result<std::unique_ptr<FileReader>> opened = self->volume_->OpenReader(ctx, *path);
+        if (!opened.ok()) return (void)fuse_reply_err(req, ErrnoOf(opened.status()));
+        reader = std::move(*opened);
+      }
+      // Keep the kernel's pages when they hold this very version (or a snapshot's).
+      fi->keep_cache = self->RememberOpen(ino, reader, writing) || InSnapshot(*path);
+      // A reader has nothing to commit at close: spare the kernel the FLUSH round trip.
+      fi->noflush = 1;
       auto h = std::make_unique<ReadHandle>();
-      h->reader = std::move(*reader);
+      h->reader = std::move(reader);
       fi->fh = reinterpret_cast<uint64_t>(static_cast<Handle*>(h.release()));
       return (void)fuse_reply_open(req, fi);
     }
@@ -751,10 +827,7 @@ class FuseMountImpl final : public FuseMount {
     if (info->type == FileType::kDirectory) return (void)fuse_reply_err(req, EISDIR);
     Result<std::unique_ptr<WriteHandle>> w = self->OpenWrite(ctx, ino, fi->flags & O_TRUNC);
     if (!w.ok()) return (void)fuse_reply_err(req, ErrnoOf(w.status()));
-    {
-      std::lock_guard lock(self->versions_mu_);
-      self->cached_versions_.erase(ino);
-    }
+    self->ForgetOpen(ino);
     fi->keep_cache = 0;
     fi->fh = reinterpret_cast<uint64_t>(static_cast<Handle*>(w->release()));
     fuse_reply_open(req, fi);
@@ -1084,8 +1157,10 @@ class FuseMountImpl final : public FuseMount {
   CacheControl control_;                                         // guarded by mu_
   std::unordered_map<uint64_t, std::set<WriteHandle*>> writes_;  // open writes per node; mu_
   std::mutex versions_mu_;
-  // The version whose pages the kernel may hold for a node (keep_cache on the next open).
-  std::unordered_map<uint64_t, std::string> cached_versions_;  // guarded by versions_mu_
+  // The open cache: the version whose pages the kernel may hold for a node (keep_cache on the
+  // next open), and the reader of it (at most kMaxReaders). Guarded by versions_mu_.
+  std::unordered_map<uint64_t, std::string> cached_versions_;
+  std::unordered_map<uint64_t, std::shared_ptr<FileReader>> readers_;
 };
 
 }  // namespace

@@ -49,6 +49,9 @@ struct MountOptions {
   // Let users other than the one mounting in (root may always; others need user_allow_other
   // in /etc/fuse.conf).
   bool allow_other = false;
+  // Nothing but this mount changes the volume (a local data directory, which one process
+  // holds): the next open of an unchanged file may reuse the last one's reader.
+  bool exclusive = false;
   // Who the volume sees: protocol and site; uid and gid come from each request.
   RequestContext context{.principal = "root", .protocol = "fuse"};
 };

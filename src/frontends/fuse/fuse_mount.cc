@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <map>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -141,9 +142,40 @@ FileInfo SyntheticDir(const std::string& path, uint64_t ino) {
   return info;
 }
 
-// A file open through the mount. fi->fh points at one of these.
+// A file or directory open through the mount; fi->fh is its number in HandleTable.
 struct Handle {
   virtual ~Handle() = default;
+};
+
+// Open handles by number. An operation holds its handle for as long as it runs, so a RELEASE
+// that overtakes a request still in progress (seen with direct-I/O reads) cannot free the
+// handle under it.
+class HandleTable {
+ public:
+  uint64_t Add(std::shared_ptr<Handle> handle) {
+    std::lock_guard lock(mu_);
+    uint64_t id = next_++;
+    handles_[id] = std::move(handle);
+    return id;
+  }
+  std::shared_ptr<Handle> Get(uint64_t id) {
+    std::lock_guard lock(mu_);
+    auto it = handles_.find(id);
+    return it == handles_.end() ? nullptr : it->second;
+  }
+  std::shared_ptr<Handle> Remove(uint64_t id) {
+    std::lock_guard lock(mu_);
+    auto it = handles_.find(id);
+    if (it == handles_.end()) return nullptr;
+    std::shared_ptr<Handle> handle = std::move(it->second);
+    handles_.erase(it);
+    return handle;
+  }
+
+ private:
+  std::mutex mu_;
+  uint64_t next_ = 1;
+  std::unordered_map<uint64_t, std::shared_ptr<Handle>> handles_;
 };
 
 // Reads one fixed version: a concurrent overwrite never tears it.
@@ -338,10 +370,13 @@ class FuseMountImpl final : public FuseMount {
     return InSnapshot(path) ? kImmutableTimeout : options_.attr_timeout_s;
   }
 
-  // The path node `ino` names, or the errno to answer.
+  // The path node `ino` names; otherwise answers ESTALE and returns nullopt. A node loses its
+  // path when it is unlinked or renamed over; a request that resolved the name just before
+  // (open racing a rename over the file) then gets ESTALE, on which the kernel walks the path
+  // again and finds what the name holds now.
   std::optional<std::string> PathOr(fuse_req_t req, fuse_ino_t ino) {
     std::optional<std::string> path = nodes_.PathOf(ino);
-    if (!path) fuse_reply_err(req, ENOENT);
+    if (!path) fuse_reply_err(req, ESTALE);
     return path;
   }
 
@@ -619,11 +654,12 @@ class FuseMountImpl final : public FuseMount {
     if (!path) {
       // Unlinked but still open (fstat): the handle knows its file.
       if (fi != nullptr) {
-        if (auto* r = dynamic_cast<ReadHandle*>(reinterpret_cast<Handle*>(fi->fh))) {
+        std::shared_ptr<Handle> held = self->handles_.Get(fi->fh);
+        if (auto* r = dynamic_cast<ReadHandle*>(held.get())) {
           return self->ReplyAttr(req, ino, r->reader->info().path, r->reader->info());
         }
       }
-      return (void)fuse_reply_err(req, ENOENT);
+      return (void)fuse_reply_err(req, ESTALE);  // see PathOr
     }
     Result<FileInfo> info = self->StatPath(self->ContextOf(req), *path);
     if (!info.ok()) return (void)fuse_reply_err(req, ErrnoOf(info.status()));
@@ -776,17 +812,19 @@ class FuseMountImpl final : public FuseMount {
     fuse_reply_err(req, EPERM);  // versions belong to one path: no hard links
   }
 
-  Handle* OpenControl(fuse_req_t req, const std::string& path, struct fuse_file_info* fi) {
+  std::shared_ptr<Handle> OpenControl(fuse_req_t req, const std::string& path,
+                                      struct fuse_file_info* fi) {
     std::lock_guard lock(mu_);
     fi->direct_io = 1;  // generated content: the size the kernel was told means nothing
     if (path == kStatsFile) {
       if ((fi->flags & O_ACCMODE) != O_RDONLY) return fuse_reply_err(req, EACCES), nullptr;
-      auto h = new MemoryHandle;
+      auto h = std::make_shared<MemoryHandle>();
       h->bytes = control_.stats() + "\n";
+      fi->noflush = 1;
       return h;
     }
     if ((fi->flags & O_ACCMODE) == O_RDONLY) return fuse_reply_err(req, EACCES), nullptr;
-    return new HintHandle;
+    return std::make_shared<HintHandle>();
   }
 
   static void OpOpen(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi) {
@@ -795,9 +833,9 @@ class FuseMountImpl final : public FuseMount {
     if (!path) return;
     RequestContext ctx = self->ContextOf(req);
     if ((*path == kStatsFile || *path == kHintsFile) && self->HasControl()) {
-      Handle* h = self->OpenControl(req, *path, fi);
+      std::shared_ptr<Handle> h = self->OpenControl(req, *path, fi);
       if (h == nullptr) return;
-      fi->fh = reinterpret_cast<uint64_t>(h);
+      fi->fh = self->handles_.Add(std::move(h));
       return (void)fuse_reply_open(req, fi);
     }
     if ((fi->flags & O_ACCMODE) == O_RDONLY) {
@@ -816,9 +854,9 @@ class FuseMountImpl final : public FuseMount {
       fi->keep_cache = self->RememberOpen(ino, reader, writing) || InSnapshot(*path);
       // A reader has nothing to commit at close: spare the kernel the FLUSH round trip.
       fi->noflush = 1;
-      auto h = std::make_unique<ReadHandle>();
+      auto h = std::make_shared<ReadHandle>();
       h->reader = std::move(reader);
-      fi->fh = reinterpret_cast<uint64_t>(static_cast<Handle*>(h.release()));
+      fi->fh = self->handles_.Add(std::move(h));
       return (void)fuse_reply_open(req, fi);
     }
     if (self->RejectWrite(req, *path)) return;
@@ -829,7 +867,7 @@ class FuseMountImpl final : public FuseMount {
     if (!w.ok()) return (void)fuse_reply_err(req, ErrnoOf(w.status()));
     self->ForgetOpen(ino);
     fi->keep_cache = 0;
-    fi->fh = reinterpret_cast<uint64_t>(static_cast<Handle*>(w->release()));
+    fi->fh = self->handles_.Add(std::shared_ptr<WriteHandle>(std::move(*w)));
     fuse_reply_open(req, fi);
   }
 
@@ -854,11 +892,11 @@ class FuseMountImpl final : public FuseMount {
     (*w)->dirty = false;  // the empty version is committed already
     e.attr = StatOf(*info, e.ino);
     e.attr_timeout = e.entry_timeout = self->TimeoutFor(*path);
-    WriteHandle* handle = w->release();
-    fi->fh = reinterpret_cast<uint64_t>(static_cast<Handle*>(handle));
+    WriteHandle* handle = w->get();
+    fi->fh = self->handles_.Add(std::shared_ptr<WriteHandle>(std::move(*w)));
     if (fuse_reply_create(req, &e, fi) != 0) {
       self->CloseWrite(handle);
-      delete handle;
+      self->handles_.Remove(fi->fh);
       self->nodes_.Forget(e.ino, 1);
     }
   }
@@ -866,7 +904,8 @@ class FuseMountImpl final : public FuseMount {
   static void OpRead(fuse_req_t req, fuse_ino_t, size_t size, off_t off,
                      struct fuse_file_info* fi) {
     FuseMountImpl* self = Self(req);
-    Handle* h = reinterpret_cast<Handle*>(fi->fh);
+    std::shared_ptr<Handle> held = self->handles_.Get(fi->fh);
+    Handle* h = held.get();
     if (auto* r = dynamic_cast<ReadHandle*>(h)) {
       Result<std::string> bytes = r->reader->ReadAt(static_cast<uint64_t>(off), size);
       if (!bytes.ok()) return (void)fuse_reply_err(req, ErrnoOf(bytes.status()));
@@ -891,7 +930,8 @@ class FuseMountImpl final : public FuseMount {
   static void OpWrite(fuse_req_t req, fuse_ino_t, const char* buf, size_t size, off_t off,
                       struct fuse_file_info* fi) {
     FuseMountImpl* self = Self(req);
-    Handle* h = reinterpret_cast<Handle*>(fi->fh);
+    std::shared_ptr<Handle> held = self->handles_.Get(fi->fh);
+    Handle* h = held.get();
     if (auto* hint = dynamic_cast<HintHandle*>(h)) {
       std::lock_guard lock(hint->mu);
       constexpr size_t kMaxHintBytes = 64 << 20;
@@ -915,7 +955,8 @@ class FuseMountImpl final : public FuseMount {
   // A close (of each descriptor): commits, so that close() reports a failed commit.
   static void OpFlush(fuse_req_t req, fuse_ino_t, struct fuse_file_info* fi) {
     FuseMountImpl* self = Self(req);
-    Handle* h = reinterpret_cast<Handle*>(fi->fh);
+    std::shared_ptr<Handle> held = self->handles_.Get(fi->fh);
+    Handle* h = held.get();
     if (auto* hint = dynamic_cast<HintHandle*>(h)) {
       std::lock_guard lock(hint->mu);
       if (hint->sent || hint->body.empty()) return (void)fuse_reply_err(req, 0);
@@ -941,7 +982,8 @@ class FuseMountImpl final : public FuseMount {
 
   static void OpFsync(fuse_req_t req, fuse_ino_t, int, struct fuse_file_info* fi) {
     FuseMountImpl* self = Self(req);
-    auto* w = dynamic_cast<WriteHandle*>(reinterpret_cast<Handle*>(fi->fh));
+    std::shared_ptr<Handle> held = self->handles_.Get(fi->fh);
+    auto* w = dynamic_cast<WriteHandle*>(held.get());
     if (w == nullptr) return (void)fuse_reply_err(req, 0);  // committed versions are durable
     std::lock_guard lock(w->mu);
     fuse_reply_err(req, ErrnoOf(self->Commit(*w)));
@@ -949,8 +991,8 @@ class FuseMountImpl final : public FuseMount {
 
   static void OpRelease(fuse_req_t req, fuse_ino_t, struct fuse_file_info* fi) {
     FuseMountImpl* self = Self(req);
-    Handle* h = reinterpret_cast<Handle*>(fi->fh);
-    if (auto* w = dynamic_cast<WriteHandle*>(h)) {
+    std::shared_ptr<Handle> held = self->handles_.Remove(fi->fh);
+    if (auto* w = dynamic_cast<WriteHandle*>(held.get())) {
       {
         std::lock_guard lock(w->mu);
         Status committed = self->Commit(*w);
@@ -961,7 +1003,6 @@ class FuseMountImpl final : public FuseMount {
       }
       self->CloseWrite(w);
     }
-    delete h;
     fuse_reply_err(req, 0);
   }
 
@@ -974,9 +1015,9 @@ class FuseMountImpl final : public FuseMount {
     Result<FileInfo> info = self->StatPath(self->ContextOf(req), *path);
     if (!info.ok()) return (void)fuse_reply_err(req, ErrnoOf(info.status()));
     if (info->type != FileType::kDirectory) return (void)fuse_reply_err(req, ENOTDIR);
-    auto h = std::make_unique<DirHandle>();
+    auto h = std::make_shared<DirHandle>();
     h->path = *path;
-    fi->fh = reinterpret_cast<uint64_t>(static_cast<Handle*>(h.release()));
+    fi->fh = self->handles_.Add(std::move(h));
     fi->cache_readdir = InSnapshot(*path);
     fuse_reply_open(req, fi);
   }
@@ -1017,7 +1058,8 @@ class FuseMountImpl final : public FuseMount {
   }
 
   void ReadDir(fuse_req_t req, size_t size, off_t off, struct fuse_file_info* fi, bool plus) {
-    auto* d = dynamic_cast<DirHandle*>(reinterpret_cast<Handle*>(fi->fh));
+    std::shared_ptr<Handle> held = handles_.Get(fi->fh);
+    auto* d = dynamic_cast<DirHandle*>(held.get());
     if (d == nullptr) return (void)fuse_reply_err(req, EBADF);
     std::lock_guard lock(d->mu);
     RequestContext ctx = ContextOf(req);
@@ -1095,8 +1137,67 @@ class FuseMountImpl final : public FuseMount {
   }
 
   static void OpReleasedir(fuse_req_t req, fuse_ino_t, struct fuse_file_info* fi) {
-    delete reinterpret_cast<Handle*>(fi->fh);
+    Self(req)->handles_.Remove(fi->fh);
     fuse_reply_err(req, 0);
+  }
+
+  // ---- extended attributes: what Weft knows of a path, read-only ----
+
+  // user.weft.version_id and user.weft.etag of a file; user.weft.snapshot_path of a snapshot's
+  // root (/.weft/snapshots/NAME shows that subtree of the volume).
+  Result<std::map<std::string, std::string>> XattrsOf(const RequestContext& ctx,
+                                                      const std::string& path) {
+    std::map<std::string, std::string> out;
+    if (ParentPath(path) == kSnapshotsDir) {
+      WEFT_ASSIGN_OR_RETURN(std::vector<SnapshotInfo> snapshots, volume_->ListSnapshots(ctx));
+      const std::string name = path.substr(std::string(kSnapshotsDir).size() + 1);
+      for (const SnapshotInfo& snap : snapshots) {
+        if (snap.name == name) out["user.weft.snapshot_path"] = snap.path;
+      }
+      return out;
+    }
+    if (UnderWeft(path) && !InSnapshot(path)) return out;
+    WEFT_ASSIGN_OR_RETURN(FileInfo info, volume_->Stat(ctx, path));
+    if (info.type == FileType::kFile) {
+      out["user.weft.version_id"] = info.version_id;
+      out["user.weft.etag"] = info.etag;
+    }
+    return out;
+  }
+
+  static void ReplyXattr(fuse_req_t req, const std::string& value, size_t size) {
+    if (size == 0) return (void)fuse_reply_xattr(req, value.size());
+    if (size < value.size()) return (void)fuse_reply_err(req, ERANGE);
+    fuse_reply_buf(req, value.data(), value.size());
+  }
+
+  static void OpGetxattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) {
+    FuseMountImpl* self = Self(req);
+    std::optional<std::string> path = self->PathOr(req, ino);
+    if (!path) return;
+    Result<std::map<std::string, std::string>> attrs = self->XattrsOf(self->ContextOf(req), *path);
+    if (!attrs.ok()) return (void)fuse_reply_err(req, ErrnoOf(attrs.status()));
+    auto it = attrs->find(name);
+    if (it == attrs->end()) return (void)fuse_reply_err(req, ENODATA);
+    ReplyXattr(req, it->second, size);
+  }
+
+  static void OpListxattr(fuse_req_t req, fuse_ino_t ino, size_t size) {
+    FuseMountImpl* self = Self(req);
+    std::optional<std::string> path = self->PathOr(req, ino);
+    if (!path) return;
+    Result<std::map<std::string, std::string>> attrs = self->XattrsOf(self->ContextOf(req), *path);
+    if (!attrs.ok()) return (void)fuse_reply_err(req, ErrnoOf(attrs.status()));
+    std::string names;
+    for (const auto& [name, value] : *attrs) names += name + '\0';
+    ReplyXattr(req, names, size);
+  }
+
+  static void OpSetxattr(fuse_req_t req, fuse_ino_t, const char*, const char*, size_t, int) {
+    fuse_reply_err(req, ENOTSUP);
+  }
+  static void OpRemovexattr(fuse_req_t req, fuse_ino_t, const char*) {
+    fuse_reply_err(req, ENOTSUP);
   }
 
   static void OpStatfs(fuse_req_t req, fuse_ino_t) {
@@ -1137,6 +1238,10 @@ class FuseMountImpl final : public FuseMount {
     ops.readdirplus = OpReaddirplus;
     ops.releasedir = OpReleasedir;
     ops.statfs = OpStatfs;
+    ops.getxattr = OpGetxattr;
+    ops.listxattr = OpListxattr;
+    ops.setxattr = OpSetxattr;
+    ops.removexattr = OpRemovexattr;
     return ops;
   }
 
@@ -1145,6 +1250,7 @@ class FuseMountImpl final : public FuseMount {
   struct fuse_session* session_ = nullptr;
   bool mounted_ = false;
   NodeTable nodes_;
+  HandleTable handles_;
 
   std::thread notifier_;  // sends the kernel the invalidations queued by Invalidate
   std::mutex notify_mu_;

@@ -52,3 +52,5 @@ class Mount(WeftProcess):
         finally:
             if is_mounted(self.mountpoint):
                 subprocess.run(["fusermount3", "-u", "-z", self.mountpoint], check=False)
+            for pipe in (self.proc.stdout, self.proc.stderr):
+                pipe.close()

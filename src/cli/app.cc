@@ -514,10 +514,9 @@ int RunWeft(int argc, char** argv, const VolumeOpener& opener, int in_fd, FILE* 
         ->capture_default_str();
     mount_cmd->add_option("--staging", mount.staging_dir,
                           "Where open writes wait for close (default: under --data or --cache)");
-    mount_cmd
-        ->add_option("--attr-timeout", mount.attr_timeout_s,
-                     "Seconds the kernel trusts names and attributes (snapshots: a day)")
-        ->capture_default_str();
+    mount_cmd->add_option("--attr-timeout", mount.attr_timeout_s,
+                          "Seconds the kernel trusts names and attributes (default: 1; --data: an\n"
+                          "hour, since every change goes through the mount; snapshots: a day)");
     mount_cmd->add_flag("--read-only", mount.read_only, "Refuse every change");
     mount_cmd->add_flag("--allow-other", mount.allow_other,
                         "Let other users in (non-root needs user_allow_other in /etc/fuse.conf)");

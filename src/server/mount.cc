@@ -70,11 +70,14 @@ Status RunMount(const MountOptions& options, FILE* out) {
         "say what to mount: exactly one of --data DIR, --hub URL or --server URL");
   }
   if (options.mountpoint.empty()) return InvalidArgument("MOUNTPOINT is required");
-  if (options.attr_timeout_s < 0) return InvalidArgument("--attr-timeout cannot be negative");
+  if (options.attr_timeout_s.value_or(0) < 0) {
+    return InvalidArgument("--attr-timeout cannot be negative");
+  }
 
   fuse::MountOptions fuse_options;
   fuse_options.mountpoint = options.mountpoint;
-  fuse_options.attr_timeout_s = options.attr_timeout_s;
+  fuse_options.attr_timeout_s =
+      options.attr_timeout_s.value_or(options.data_dir.empty() ? 1 : 3600);
   fuse_options.read_only = options.read_only;
   fuse_options.allow_other = options.allow_other;
   fuse_options.context.site = "mount";
@@ -89,6 +92,7 @@ Status RunMount(const MountOptions& options, FILE* out) {
     WEFT_ASSIGN_OR_RETURN(local, OpenLocalVolume(options.data_dir));
     volume = local.get();
     fuse_options.exclusive = true;  // the data directory is locked to this process
+    fuse_options.read_ahead_bytes = 8 << 20;
     fuse_options.source = options.data_dir;
     fuse_options.staging_dir = options.data_dir + "/staging";
   } else {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdio>
+#include <optional>
 #include <string>
 
 #include "base/status.h"
@@ -21,7 +22,9 @@ struct MountOptions {
   SpokeOptions spoke;      // hub_url and server_url modes; listen/TLS fields unused
   // Open writes wait here until close; default: inside the data or cache directory.
   std::string staging_dir;
-  double attr_timeout_s = 1.0;
+  // Seconds the kernel trusts names and attributes; default 1, or an hour for --data, where
+  // every change goes through the mount and the kernel's view is exact.
+  std::optional<double> attr_timeout_s;
   bool read_only = false;
   bool allow_other = false;
 };

@@ -181,6 +181,62 @@ class HandleTable {
 // Reads one fixed version: a concurrent overwrite never tears it.
 struct ReadHandle : Handle {
   std::shared_ptr<FileReader> reader;  // shared with the open cache
+
+  // Read-ahead state (MountOptions::read_ahead_bytes).
+  std::mutex mu;
+  std::vector<uint64_t> chunk_ends;  // end offset of each chunk, filled on first use
+  uint64_t last_end = 0;             // where the furthest read so far ended
+  size_t loaded_until = 0;           // chunks before this index were handed to ReadAhead
+};
+
+// Loads chunks of sequential readers on background threads: each load reads and verifies a
+// chunk, which the volume's chunk cache then keeps for the reader's next request. Bounded:
+// when it falls behind, new work is dropped (the reader then just loads the chunk itself).
+class ReadAhead {
+ public:
+  explicit ReadAhead(size_t threads) {
+    for (size_t i = 0; i < threads; ++i) workers_.emplace_back([this] { Work(); });
+  }
+  ~ReadAhead() {
+    {
+      std::lock_guard lock(mu_);
+      stopping_ = true;
+    }
+    cv_.notify_all();
+    for (std::thread& t : workers_) t.join();
+  }
+
+  void Load(const std::shared_ptr<FileReader>& reader, size_t first, size_t last) {
+    constexpr size_t kMaxQueued = 1024;
+    {
+      std::lock_guard lock(mu_);
+      for (size_t i = first; i < last && queue_.size() < kMaxQueued; ++i) {
+        queue_.emplace_back(reader, i);
+      }
+    }
+    cv_.notify_all();
+  }
+
+ private:
+  void Work() {
+    std::unique_lock lock(mu_);
+    for (;;) {
+      cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      if (stopping_) return;
+      auto [reader, index] = std::move(queue_.front());
+      queue_.pop_front();
+      lock.unlock();
+      (void)reader->ReadChunk(index);  // a failure shows when the reader asks for it
+      reader.reset();
+      lock.lock();
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::pair<std::shared_ptr<FileReader>, size_t>> queue_;
+  bool stopping_ = false;
+  std::vector<std::thread> workers_;
 };
 
 // Bytes served from memory: the cache control's stats.
@@ -221,7 +277,9 @@ struct DirHandle : Handle {
 class FuseMountImpl final : public FuseMount {
  public:
   FuseMountImpl(Volume* volume, MountOptions options)
-      : volume_(volume), options_(std::move(options)) {}
+      : volume_(volume), options_(std::move(options)) {
+    if (options_.read_ahead_bytes > 0) read_ahead_ = std::make_unique<ReadAhead>(2);
+  }
 
   ~FuseMountImpl() override {
     {
@@ -314,8 +372,20 @@ class FuseMountImpl final : public FuseMount {
   void Invalidate(const std::vector<std::string>& dirs,
                   const std::vector<std::string>& subtrees) override {
     for (const NodeTable::Child& c : nodes_.Under(dirs, subtrees)) ForgetOpen(c.id);
+    Queue(Pending{dirs, subtrees, 0});
+  }
+
+  // A kernel notification to send: names and pages under directories, or the attributes of
+  // one node.
+  struct Pending {
+    std::vector<std::string> dirs;
+    std::vector<std::string> subtrees;
+    uint64_t attributes_of = 0;
+  };
+
+  void Queue(Pending pending) {
     std::lock_guard lock(notify_mu_);
-    pending_.push_back({dirs, subtrees});
+    pending_.push_back(std::move(pending));
     notify_cv_.notify_one();
   }
 
@@ -324,18 +394,23 @@ class FuseMountImpl final : public FuseMount {
     for (;;) {
       notify_cv_.wait(lock, [this] { return stopping_ || !pending_.empty(); });
       if (stopping_) return;
-      auto [dirs, subtrees] = std::move(pending_.front());
+      Pending next = std::move(pending_.front());
       pending_.pop_front();
       lock.unlock();
-      Notify(dirs, subtrees);
+      Notify(next);
       lock.lock();
     }
   }
 
-  void Notify(const std::vector<std::string>& dirs, const std::vector<std::string>& subtrees) {
+  void Notify(const Pending& pending) {
+    if (pending.attributes_of != 0) {
+      // A negative offset: the attributes only; the pages are right (writes went through).
+      fuse_lowlevel_notify_inval_inode(session_, pending.attributes_of, -1, 0);
+      return;
+    }
     // Collected first: the kernel may answer a notification with a FORGET, which takes the
     // node table's lock on another thread.
-    std::vector<NodeTable::Child> children = nodes_.Under(dirs, subtrees);
+    std::vector<NodeTable::Child> children = nodes_.Under(pending.dirs, pending.subtrees);
     for (const NodeTable::Child& c : children) ForgetOpen(c.id);
     for (const NodeTable::Child& c : children) {
       fuse_lowlevel_notify_inval_entry(session_, c.parent, c.name.c_str(), c.name.size());
@@ -456,6 +531,33 @@ class FuseMountImpl final : public FuseMount {
     fuse_reply_attr(req, &st, TimeoutFor(path));
   }
 
+  // Hands ReadAhead the chunks up to read_ahead_bytes past a read that continues (within
+  // the kernel's own readahead window, which may reorder requests) where earlier ones ended.
+  void ReadAheadOf(ReadHandle& r, uint64_t off, uint64_t size) {
+    const uint64_t end = off + size;
+    size_t first = 0, last = 0;
+    {
+      std::lock_guard lock(r.mu);
+      const bool sequential = off <= r.last_end + kIoBytes && off + 4 * kIoBytes >= r.last_end;
+      r.last_end = std::max(r.last_end, end);
+      if (!sequential || off == 0) return;
+      if (r.chunk_ends.empty()) {
+        uint64_t at = 0;
+        for (const ChunkRef& c : r.reader->chunks()) r.chunk_ends.push_back(at += c.length);
+      }
+      auto index_of = [&](uint64_t offset) {
+        return static_cast<size_t>(
+            std::upper_bound(r.chunk_ends.begin(), r.chunk_ends.end(), offset) -
+            r.chunk_ends.begin());
+      };
+      first = std::max(r.loaded_until, index_of(end));
+      last = std::min(r.chunk_ends.size(), index_of(end + options_.read_ahead_bytes) + 1);
+      if (first >= last) return;
+      r.loaded_until = last;
+    }
+    read_ahead_->Load(r.reader, first, last);
+  }
+
   // ---- the open cache ----
   // What this mount last opened of a node: its version (whose pages the kernel may keep) and
   // the reader, which the next open reuses instead of resolving the path again. Readers are
@@ -559,6 +661,8 @@ class FuseMountImpl final : public FuseMount {
     WEFT_RETURN_IF_ERROR(writer->Commit().status());
     w.dirty = false;
     ForgetOpen(w.node);
+    // The new version's mtime and ctime are the volume's: the kernel asks again.
+    Queue(Pending{{}, {}, w.node});
     return OkStatus();
   }
 
@@ -907,6 +1011,7 @@ class FuseMountImpl final : public FuseMount {
     std::shared_ptr<Handle> held = self->handles_.Get(fi->fh);
     Handle* h = held.get();
     if (auto* r = dynamic_cast<ReadHandle*>(h)) {
+      if (self->read_ahead_) self->ReadAheadOf(*r, static_cast<uint64_t>(off), size);
       Result<std::string> bytes = r->reader->ReadAt(static_cast<uint64_t>(off), size);
       if (!bytes.ok()) return (void)fuse_reply_err(req, ErrnoOf(bytes.status()));
       return (void)fuse_reply_buf(req, bytes->data(), bytes->size());
@@ -1251,11 +1356,12 @@ class FuseMountImpl final : public FuseMount {
   bool mounted_ = false;
   NodeTable nodes_;
   HandleTable handles_;
+  std::unique_ptr<ReadAhead> read_ahead_;  // when options_.read_ahead_bytes > 0
 
   std::thread notifier_;  // sends the kernel the invalidations queued by Invalidate
   std::mutex notify_mu_;
   std::condition_variable notify_cv_;
-  std::deque<std::pair<std::vector<std::string>, std::vector<std::string>>> pending_;
+  std::deque<Pending> pending_;
   bool stopping_ = false;
 
   // Lock order: a WriteHandle's mu, then mu_ or versions_mu_ (never both).

@@ -43,7 +43,9 @@ struct MountOptions {
   std::string staging_dir;
   // Shown as the source in /proc/mounts ("weft:<source>").
   std::string source = "weft";
-  // Seconds the kernel may trust a live name or attribute without asking again.
+  // Seconds the kernel may trust a live name or attribute without asking again. When the
+  // mount is exclusive the kernel's own view is exact (it saw every change), so this may be
+  // long.
   double attr_timeout_s = 1.0;
   bool read_only = false;
   // Let users other than the one mounting in (root may always; others need user_allow_other
@@ -52,6 +54,10 @@ struct MountOptions {
   // Nothing but this mount changes the volume (a local data directory, which one process
   // holds): the next open of an unchanged file may reuse the last one's reader.
   bool exclusive = false;
+  // A sequential reader gets the chunks this far past its last read loaded and verified in
+  // the background, so that its next reads find them cached (0: off). For volumes whose
+  // readers do not fetch ahead themselves (a spoke's do).
+  uint64_t read_ahead_bytes = 0;
   // Who the volume sees: protocol and site; uid and gid come from each request.
   RequestContext context{.principal = "root", .protocol = "fuse"};
 };

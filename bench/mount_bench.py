@@ -1,0 +1,251 @@
+#!/usr/bin/env python3
+"""`weft mount` against the local file system and against `rclone mount`, side by side.
+
+Three comparisons on the same bytes, each alternating Weft and its reference (A B A B) after a
+warm-up, reporting the median of per-pair ratios (BENCHMARKING.md):
+  1. seq-read-warm / seq-read-cold: `cat` of a 1 GiB incompressible file through
+     `weft mount --data` vs `cat` of the same file on the local disk (goal >= 0.8x). Cold
+     means the page cache holds none of the bytes: before each read both sides drop their
+     pages with posix_fadvise(DONTNEED) (the local file; the mounted file and Weft's pack
+     files), so both read the disk. Warm means a second read right after the first.
+  2. random-files-warm / random-files-cold: whole-file reads of randomly chosen image-like
+     files (log-normal sizes, mean ~115 KB) through `weft mount --data` vs the same tree on the
+     local disk (goal >= 0.5x), 1 reader.
+  3. hub-random-files-cold / -warm: the same pattern over a hub (`weft serve`) from a caching
+     network mount: `weft mount --hub` (an embedded spoke) vs `rclone mount
+     --vfs-cache-mode full` over the hub's S3 endpoint (goal: faster than rclone). Each pair
+     mounts both afresh with empty caches: the first pass is cold, the second warm.
+Client, servers and the FUSE daemons share this machine's cores.
+
+  /usr/bin/python3 bench/mount_bench.py [--big 1G] [--images 200M] [--reads 400] [--pairs 5]
+"""
+
+import argparse
+import glob
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import benchlib
+import gen_dataset
+
+sys.path.insert(0, os.path.join(benchlib.ROOT, "tests", "integration"))
+from mountlib import Mount, is_mounted  # noqa: E402
+from s3lib import Hub, ROOT_ACCESS, ROOT_SECRET  # noqa: E402
+
+MIB = 1 << 20
+
+
+def parse_size(text):
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    return int(float(text[:-1]) * units[text[-1]]) if text[-1] in units else int(text)
+
+
+def drop_pages(path):
+    """Drops the clean cached pages of one file (no root needed)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+
+
+def read_whole(path, bufsize=128 * 1024):
+    n = 0
+    with open(path, "rb", buffering=0) as f:
+        while True:
+            b = f.read(bufsize)
+            if not b:
+                return n
+            n += len(b)
+
+
+def cat_rate(path):
+    """MB/s of `cat path > /dev/null`."""
+    size = os.path.getsize(path)
+    t0 = time.perf_counter()
+    subprocess.run(["cat", path], stdout=subprocess.DEVNULL, check=True)
+    return size / (time.perf_counter() - t0) / 1e6
+
+
+def files_rate(paths):
+    """Files/s reading each path whole, in order."""
+    t0 = time.perf_counter()
+    for p in paths:
+        read_whole(p)
+    return len(paths) / (time.perf_counter() - t0)
+
+
+class RcloneMount:
+    """`rclone mount` of a bucket on the hub's S3 endpoint, with its full VFS cache."""
+
+    def __init__(self, hub_url, bucket, mountpoint, cache_dir):
+        os.makedirs(mountpoint, exist_ok=True)
+        self.mountpoint = mountpoint
+        env = dict(os.environ)
+        env.pop("AWS_CA_BUNDLE", None)  # a machine-wide bundle breaks rclone's plain HTTP
+        env.update({"RCLONE_CONFIG_HUB_TYPE": "s3", "RCLONE_CONFIG_HUB_PROVIDER": "Other",
+                    "RCLONE_CONFIG_HUB_ACCESS_KEY_ID": ROOT_ACCESS,
+                    "RCLONE_CONFIG_HUB_SECRET_ACCESS_KEY": ROOT_SECRET,
+                    "RCLONE_CONFIG_HUB_ENDPOINT": hub_url, "RCLONE_CONFIG_HUB_REGION": "us-east-1",
+                    "RCLONE_CONFIG": os.devnull})
+        self.proc = subprocess.Popen(
+            ["rclone", "mount", f"hub:{bucket}", mountpoint, "--vfs-cache-mode", "full",
+             "--cache-dir", cache_dir, "--read-only"],
+            stdout=subprocess.DEVNULL, stderr=open(os.path.join(cache_dir + ".log"), "wb"),
+            env=env)
+        deadline = time.time() + 30
+        while not is_mounted(mountpoint):
+            if time.time() > deadline or self.proc.poll() is not None:
+                raise RuntimeError("rclone mount did not come up")
+            time.sleep(0.05)
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(30)
+        finally:
+            if is_mounted(self.mountpoint):
+                subprocess.run(["fusermount3", "-u", "-z", self.mountpoint], check=False)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--weft", default=benchlib.default_weft())
+    ap.add_argument("--dir", default=os.path.join(benchlib.ROOT, "bench", "out", "mount"))
+    ap.add_argument("--big", default="1G", help="size of the sequential-read file")
+    ap.add_argument("--images", default="200M", help="bytes of image-like files")
+    ap.add_argument("--reads", type=int, default=400, help="files read per random pass")
+    ap.add_argument("--pairs", type=int, default=5)
+    ap.add_argument("--only", nargs="*", default=["seq", "random", "hub"])
+    args = ap.parse_args()
+
+    shutil.rmtree(args.dir, ignore_errors=True)
+    src = os.path.join(args.dir, "src")
+    os.makedirs(src)
+    big = os.path.join(src, "big.bin")
+    with open(big, "wb") as f:
+        left, i = parse_size(args.big), 0
+        while left > 0:
+            piece = os.urandom(min(left, 16 * MIB))
+            f.write(piece)
+            left -= len(piece)
+            i += 1
+    gen_dataset.main(["--kind", "images", "--size", args.images, "--seed", "7", "--out",
+                      os.path.join(src, "images"), "--quiet"])
+    images = sorted(os.path.relpath(p, src) for p in glob.glob(os.path.join(src, "images", "**"),
+                                                               recursive=True)
+                    if os.path.isfile(p))
+    rng = random.Random(1)
+    picks = [rng.choice(images) for _ in range(args.reads)]
+    data = os.path.join(args.dir, "data")
+    subprocess.run([args.weft, "--data", data, "-q", "put", src, "/bench"], check=True)
+    rows = []
+
+    def report(obj):
+        benchlib.emit(obj)
+        rows.append(obj)
+
+    if "seq" in args.only or "random" in args.only:
+        mp = os.path.join(args.dir, "mnt")
+        mount = Mount(args.weft, mp, [], data=data)
+        try:
+            packs = glob.glob(os.path.join(data, "packs", "**", "*"), recursive=True)
+            packs = [p for p in packs if os.path.isfile(p)]
+            mounted_big = os.path.join(mp, "bench", "big.bin")
+            if "seq" in args.only:
+                a, b, r = benchlib.run_pairs(lambda: cat_rate(mounted_big), lambda: cat_rate(big),
+                                             args.pairs)
+                report(benchlib.result("seq-read-warm", "MB/s", "cat local", a, b, r,
+                                       goal=">= 0.8"))
+
+                def weft_cold():
+                    drop_pages(mounted_big)
+                    for p in packs:
+                        drop_pages(p)
+                    return cat_rate(mounted_big)
+
+                def local_cold():
+                    drop_pages(big)
+                    return cat_rate(big)
+
+                a, b, r = benchlib.run_pairs(weft_cold, local_cold, args.pairs)
+                report(benchlib.result("seq-read-cold", "MB/s", "cat local", a, b, r,
+                                       goal=">= 0.8"))
+            if "random" in args.only:
+                on_mount = [os.path.join(mp, "bench", p) for p in picks]
+                local = [os.path.join(src, p) for p in picks]
+                a, b, r = benchlib.run_pairs(lambda: files_rate(on_mount),
+                                             lambda: files_rate(local), args.pairs)
+                report(benchlib.result("random-files-warm", "files/s", "local fs", a, b, r,
+                                       goal=">= 0.5", mean_kb=round(
+                                           sum(os.path.getsize(p) for p in local) /
+                                           len(local) / 1e3, 1)))
+
+                def weft_cold_files():
+                    for p in packs:
+                        drop_pages(p)
+                    for p in set(on_mount):
+                        drop_pages(p)
+                    return files_rate(on_mount)
+
+                def local_cold_files():
+                    for p in set(local):
+                        drop_pages(p)
+                    return files_rate(local)
+
+                a, b, r = benchlib.run_pairs(weft_cold_files, local_cold_files, args.pairs)
+                report(benchlib.result("random-files-cold", "files/s", "local fs", a, b, r,
+                                       goal=">= 0.5"))
+        finally:
+            mount.stop()
+
+    if "hub" in args.only:
+        hub = Hub(args.weft, data)
+        try:
+            cold_w, cold_r, warm_w, warm_r = [], [], [], []
+            for pair in range(args.pairs + 1):  # the first pair warms up
+                env = dict(os.environ)
+                env.update({"WEFT_HUB_ACCESS_KEY": ROOT_ACCESS,
+                            "WEFT_HUB_SECRET_KEY": ROOT_SECRET})
+                cache = os.path.join(args.dir, f"spoke-cache-{pair}")
+                wmp = os.path.join(args.dir, f"wmnt-{pair}")
+                w = Mount(args.weft, wmp, ["--hub", hub.url, "--cache", cache, "--portal",
+                                           "/bench", "--site", f"bench-{pair}"], env=env)
+                try:
+                    paths = [os.path.join(wmp, "bench", p) for p in picks]
+                    cw, ww = files_rate(paths), files_rate(paths)
+                finally:
+                    w.stop()
+                rmp = os.path.join(args.dir, f"rmnt-{pair}")
+                r = RcloneMount(hub.url, "bench", rmp, os.path.join(args.dir, f"rclone-{pair}"))
+                try:
+                    paths = [os.path.join(rmp, p) for p in picks]
+                    cr, wr = files_rate(paths), files_rate(paths)
+                finally:
+                    r.stop()
+                if pair > 0:
+                    cold_w.append(cw)
+                    cold_r.append(cr)
+                    warm_w.append(ww)
+                    warm_r.append(wr)
+            report(benchlib.result("hub-random-files-cold", "files/s", "rclone mount", cold_w,
+                                   cold_r, [x / y for x, y in zip(cold_w, cold_r)],
+                                   goal="> 1"))
+            report(benchlib.result("hub-random-files-warm", "files/s", "rclone mount", warm_w,
+                                   warm_r, [x / y for x, y in zip(warm_w, warm_r)],
+                                   goal="> 1"))
+        finally:
+            hub.stop()
+
+    benchlib.table(rows, ["bench", "unit", "weft", "reference", "reference_name", "ratio",
+                          "ratio_min", "ratio_max", "goal"])
+
+
+if __name__ == "__main__":
+    main()

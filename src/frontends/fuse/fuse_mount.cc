@@ -982,18 +982,20 @@ class FuseMountImpl final : public FuseMount {
     if (!path || self->RejectWrite(req, *path)) return;
     RequestContext ctx = self->ContextOf(req);
     Result<FileInfo> info = self->CreateEmpty(ctx, *path, mode);
+    const bool created = info.ok();
     if (!info.ok() && info.status().code() == StatusCode::kAlreadyExists && !(fi->flags & O_EXCL)) {
       info = self->volume_->Stat(ctx, *path);  // another client made it first: open that
     }
     if (!info.ok()) return (void)fuse_reply_err(req, ErrnoOf(info.status()));
     struct fuse_entry_param e {};
     e.ino = self->nodes_.Lookup(*path);
-    Result<std::unique_ptr<WriteHandle>> w = self->OpenWrite(ctx, e.ino, info->size == 0);
+    Result<std::unique_ptr<WriteHandle>> w =
+        self->OpenWrite(ctx, e.ino, created || (fi->flags & O_TRUNC));
     if (!w.ok()) {
       self->nodes_.Forget(e.ino, 1);
       return (void)fuse_reply_err(req, ErrnoOf(w.status()));
     }
-    (*w)->dirty = false;  // the empty version is committed already
+    if (created) (*w)->dirty = false;  // the empty version is committed already
     e.attr = StatOf(*info, e.ino);
     e.attr_timeout = e.entry_timeout = self->TimeoutFor(*path);
     WriteHandle* handle = w->get();

@@ -11,7 +11,10 @@ warm-up, reporting the median of per-pair ratios (BENCHMARKING.md):
   2. random-files-warm / random-files-cold: whole-file reads of randomly chosen image-like
      files (log-normal sizes, mean ~115 KB) through `weft mount --data` vs the same tree on the
      local disk (goal >= 0.5x), 1 reader.
-  3. hub-random-files-cold / -warm: the same pattern over a hub (`weft serve`) from a caching
+  3. write-1g: writing the sequential-read file's bytes in 1 MiB pieces through
+     `weft mount --data` and closing it (the close commits a new version, synced) vs the same
+     writes to the local disk followed by fsync (no goal; recorded).
+  4. hub-random-files-cold / -warm: the same pattern over a hub (`weft serve`) from a caching
      network mount: `weft mount --hub` (an embedded spoke) vs `rclone mount
      --vfs-cache-mode full` over the hub's S3 endpoint (goal: faster than rclone). Each pair
      mounts both afresh with empty caches: the first pass is cold, the second warm.
@@ -81,6 +84,22 @@ def files_rate(paths):
     return len(paths) / (time.perf_counter() - t0)
 
 
+def write_rate(source, target):
+    """MB/s of writing source's bytes to target in 1 MiB pieces, then fsync and close."""
+    size = os.path.getsize(source)
+    with open(source, "rb") as f:
+        data = f.read()
+    t0 = time.perf_counter()
+    fd = os.open(target, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o644)
+    try:
+        for i in range(0, size, MIB):
+            os.write(fd, data[i:i + MIB])
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return size / (time.perf_counter() - t0) / 1e6
+
+
 class RcloneMount:
     """`rclone mount` of a bucket on the hub's S3 endpoint, with its full VFS cache."""
 
@@ -122,7 +141,7 @@ def main():
     ap.add_argument("--images", default="200M", help="bytes of image-like files")
     ap.add_argument("--reads", type=int, default=400, help="files read per random pass")
     ap.add_argument("--pairs", type=int, default=5)
-    ap.add_argument("--only", nargs="*", default=["seq", "random", "hub"])
+    ap.add_argument("--only", nargs="*", default=["seq", "random", "write", "hub"])
     args = ap.parse_args()
 
     shutil.rmtree(args.dir, ignore_errors=True)
@@ -151,7 +170,7 @@ def main():
         benchlib.emit(obj)
         rows.append(obj)
 
-    if "seq" in args.only or "random" in args.only:
+    if "seq" in args.only or "random" in args.only or "write" in args.only:
         mp = os.path.join(args.dir, "mnt")
         mount = Mount(args.weft, mp, [], data=data)
         try:
@@ -202,6 +221,12 @@ def main():
                 a, b, r = benchlib.run_pairs(weft_cold_files, local_cold_files, args.pairs)
                 report(benchlib.result("random-files-cold", "files/s", "local fs", a, b, r,
                                        goal=">= 0.5"))
+            if "write" in args.only:
+                a, b, r = benchlib.run_pairs(
+                    lambda: write_rate(big, os.path.join(mp, "written.bin")),
+                    lambda: write_rate(big, os.path.join(args.dir, "written.bin")), args.pairs)
+                report(benchlib.result("write-1g", "MB/s", "local write + fsync", a, b, r,
+                                       goal="-"))
         finally:
             mount.stop()
 

@@ -4,10 +4,10 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 
 #include "fabric/portal_volume.h"
@@ -126,18 +126,22 @@ Status RunMount(const MountOptions& options, FILE* out) {
 
   // The portal's invalidation poll starts before the mount exists; it tells the mount once
   // there is one.
-  std::atomic<fuse::FuseMount*> mounted{nullptr};
+  std::mutex hook_mu;
+  fuse::FuseMount* mounted = nullptr;  // guarded by hook_mu
   if (portal.volume) {
-    portal.volume->SetInvalidationHook([&mounted](const fabric::Affected& affected) {
-      fuse::FuseMount* m = mounted.load();
-      if (m == nullptr) return;
-      m->Invalidate({affected.dirs.begin(), affected.dirs.end()},
-                    {affected.subtrees.begin(), affected.subtrees.end()});
+    portal.volume->SetInvalidationHook([&](const fabric::Affected& affected) {
+      std::lock_guard lock(hook_mu);
+      if (mounted == nullptr) return;
+      mounted->Invalidate({affected.dirs.begin(), affected.dirs.end()},
+                          {affected.subtrees.begin(), affected.subtrees.end()});
     });
   }
   WEFT_ASSIGN_OR_RETURN(std::unique_ptr<fuse::FuseMount> mount,
                         fuse::FuseMount::Mount(volume, fuse_options));
-  mounted = mount.get();
+  {
+    std::lock_guard lock(hook_mu);
+    mounted = mount.get();
+  }
   if (portal.volume) {
     if (fabric::NeuralCache* neural = portal.volume->neural_cache()) {
       rest::RestFrontend::CacheControl control = CacheControlOf(neural);
@@ -168,8 +172,13 @@ Status RunMount(const MountOptions& options, FILE* out) {
   // every thread started before keeps them blocked.
   pthread_sigmask(SIG_UNBLOCK, &signals, nullptr);
   Status served = mount->Run();
-  mounted = nullptr;
-  portal.volume.reset();  // its poller may be inside the hook: it ends before the mount does
+  {
+    std::lock_guard lock(hook_mu);
+    mounted = nullptr;
+  }
+  // The mount's handles hold readers and writers of the volume: it goes first.
+  mount.reset();
+  portal.volume.reset();
   std::fprintf(out, "weft: unmounted %s\n", options.mountpoint.c_str());
   std::fflush(out);
   return served;

@@ -169,6 +169,43 @@ class PosixTest(LocalMountTestCase):
             f.write(b"+1")
         self.assertEqual(read(self.m("sparse")), b"new+1")
 
+    def test_new_files_commit_right_whatever_the_write_order(self):
+        # In order from 0 (the streamed commit), then the same with a seek back, a rename and
+        # a chmod while open (each falls back to committing the staging file).
+        data = incompressible("stream", 5 * MIB + 17)
+        with open(self.m("in-order"), "wb") as f:
+            for i in range(0, len(data), 100_000):
+                f.write(data[i:i + 100_000])
+        self.assertEqual(read(self.m("in-order")), data)
+        with open(self.m("seek-back"), "wb") as f:
+            f.write(data)
+            f.seek(10)
+            f.write(b"0123456789")
+        self.assertEqual(read(self.m("seek-back")), data[:10] + b"0123456789" + data[20:])
+        with open(self.m("renamed-while-open"), "wb") as f:
+            f.write(data[:MIB])
+            os.rename(self.m("renamed-while-open"), self.m("renamed"))
+            f.write(data[MIB:])
+        self.assertFalse(os.path.exists(self.m("renamed-while-open")))
+        self.assertEqual(read(self.m("renamed")), data)
+        with open(self.m("chmod-while-open"), "wb") as f:
+            f.write(data[:MIB])
+            os.chmod(self.m("chmod-while-open"), 0o600)
+            f.write(data[MIB:])
+        self.assertEqual(read(self.m("chmod-while-open")), data)
+        self.assertEqual(os.stat(self.m("chmod-while-open")).st_mode & 0o777, 0o600)
+        # fsync commits mid-way; what follows commits at close.
+        with open(self.m("fsync-mid"), "wb") as f:
+            f.write(data[:MIB])
+            f.flush()
+            os.fsync(f.fileno())
+            f.write(data[MIB:])
+        self.assertEqual(read(self.m("fsync-mid")), data)
+        self.unmount()
+        for name in ("in-order", "renamed", "chmod-while-open", "fsync-mid"):
+            self.assertEqual(self.weft("cat", "/" + name).stdout, data, name)
+        self.assert_fsck_clean()
+
     def test_attributes_symlinks_and_fsync(self):
         write(self.m("f"), b"abc")
         os.chmod(self.m("f"), 0o640)

@@ -262,6 +262,23 @@ struct WriteHandle : Handle {
   // Atomic so getattr can read them (and fstat fd) without waiting for a commit under mu.
   std::atomic<bool> loaded = false;  // fd holds the content (copied in, or truncated to empty)
   std::atomic<bool> dirty = false;   // fd differs from the committed version
+
+  // A handle that starts empty feeds writes arriving in order from offset 0 to `stream` as
+  // well, after replying, so that chunking and hashing overlap the writer's next write and
+  // close commits without reading the staging file back. Any other write, a truncate, a
+  // rename or a chmod before close falls back to committing the staging file.
+  bool streamable = false;
+  std::unique_ptr<FileWriter> stream;
+  std::string stream_path;
+  uint32_t stream_mode = 0;
+  uint64_t streamed = 0;  // bytes [0, streamed) went to stream
+
+  void AbandonStream() {
+    if (stream) stream->Abort();
+    stream.reset();
+    streamable = false;
+  }
+
   ~WriteHandle() override {
     if (fd >= 0) ::close(fd);
   }
@@ -640,12 +657,24 @@ class FuseMountImpl final : public FuseMount {
     if (!w.dirty) return OkStatus();
     std::optional<std::string> path = nodes_.PathOf(w.node);
     if (!path) {
+      w.AbandonStream();
       w.dirty = false;
       return OkStatus();
     }
     WriteOptions opts;
     Result<FileInfo> current = volume_->Stat(w.ctx, *path);
     if (current.ok()) opts.mode = current->mode;
+    if (w.stream) {
+      struct stat st {};
+      if (::fstat(w.fd, &st) == 0 && static_cast<uint64_t>(st.st_size) == w.streamed &&
+          *path == w.stream_path && opts.mode == w.stream_mode) {
+        std::unique_ptr<FileWriter> streamed = std::move(w.stream);
+        w.streamable = false;  // what is written after this commit goes the staging way
+        WEFT_RETURN_IF_ERROR(streamed->Commit().status());
+        return Committed(w);
+      }
+      w.AbandonStream();
+    }
     WEFT_ASSIGN_OR_RETURN(std::unique_ptr<FileWriter> writer,
                           volume_->OpenWriter(w.ctx, *path, opts));
     std::string buffer(kIoBytes, '\0');
@@ -659,11 +688,39 @@ class FuseMountImpl final : public FuseMount {
       offset += n;
     }
     WEFT_RETURN_IF_ERROR(writer->Commit().status());
+    return Committed(w);
+  }
+
+  Status Committed(WriteHandle& w) {
     w.dirty = false;
     ForgetOpen(w.node);
     // The new version's mtime and ctime are the volume's: the kernel asks again.
     Queue(Pending{{}, {}, w.node});
     return OkStatus();
+  }
+
+  // Called under w.mu before a write lands at `off`: whether its bytes go to the stream too.
+  bool Streams(WriteHandle& w, uint64_t off) {
+    if (!w.streamable) return false;
+    if (off != w.streamed) {
+      w.AbandonStream();
+      return false;
+    }
+    if (w.stream) return true;
+    std::optional<std::string> path = nodes_.PathOf(w.node);
+    Result<FileInfo> current = path ? volume_->Stat(w.ctx, *path) : NotFound("unlinked");
+    WriteOptions opts;
+    if (current.ok()) opts.mode = current->mode;
+    Result<std::unique_ptr<FileWriter>> writer =
+        current.ok() ? volume_->OpenWriter(w.ctx, *path, opts) : current.status();
+    if (!writer.ok()) {
+      w.streamable = false;  // the staging file still has everything
+      return false;
+    }
+    w.stream = std::move(*writer);
+    w.stream_path = *path;
+    w.stream_mode = opts.mode;
+    return true;
   }
 
   Result<std::unique_ptr<WriteHandle>> OpenWrite(const RequestContext& ctx, uint64_t node,
@@ -675,6 +732,7 @@ class FuseMountImpl final : public FuseMount {
     if (truncate) {
       w->loaded = true;
       w->dirty = true;
+      w->streamable = true;
     }
     std::lock_guard lock(mu_);
     writes_[node].insert(w.get());
@@ -706,6 +764,7 @@ class FuseMountImpl final : public FuseMount {
     Status done;
     {
       std::lock_guard lock(open->mu);
+      open->AbandonStream();
       done = Load(*open);
       if (done.ok() && ::ftruncate(open->fd, static_cast<off_t>(size)) != 0) {
         done = ResourceExhausted("cannot truncate in " + options_.staging_dir);
@@ -1053,10 +1112,19 @@ class FuseMountImpl final : public FuseMount {
     std::lock_guard lock(w->mu);
     Status loaded = self->Load(*w);
     if (!loaded.ok()) return (void)fuse_reply_err(req, ErrnoOf(loaded));
+    const bool streams = self->Streams(*w, static_cast<uint64_t>(off));
     ssize_t n = ::pwrite(w->fd, buf, size, off);
     if (n < 0) return (void)fuse_reply_err(req, errno == ENOSPC ? ENOSPC : EIO);
     w->dirty = true;
+    // Replied first: the writer's next request is on its way while these bytes are hashed
+    // (the request buffer stays ours until this handler returns).
     fuse_reply_write(req, static_cast<size_t>(n));
+    if (!streams) return;
+    if (w->stream->Write(AsBytes(std::string_view(buf, static_cast<size_t>(n)))).ok()) {
+      w->streamed += static_cast<uint64_t>(n);
+    } else {
+      w->AbandonStream();
+    }
   }
 
   // A close (of each descriptor): commits, so that close() reports a failed commit.

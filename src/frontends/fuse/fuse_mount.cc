@@ -23,6 +23,7 @@
 #include <unordered_map>
 
 #include "frontends/fuse/node_table.h"
+#include "frontends/fuse/process_jobs.h"
 #include "vfs/path.h"
 
 namespace weft::fuse {
@@ -445,11 +446,13 @@ class FuseMountImpl final : public FuseMount {
     return static_cast<FuseMountImpl*>(fuse_req_userdata(req));
   }
 
-  RequestContext ContextOf(fuse_req_t req) const {
+  RequestContext ContextOf(fuse_req_t req) {
     RequestContext ctx = options_.context;
     const struct fuse_ctx* caller = fuse_req_ctx(req);
     ctx.uid = caller->uid;
     ctx.gid = caller->gid;
+    // NeuralCache counts reads and hints by principal: one job per hinting process tree.
+    if (pid_t job = jobs_.JobOf(caller->pid)) ctx.principal += "/pid:" + std::to_string(job);
     return ctx;
   }
 
@@ -1141,6 +1144,7 @@ class FuseMountImpl final : public FuseMount {
         std::lock_guard clock(self->mu_);
         control = self->control_;
       }
+      self->jobs_.Declare(fuse_req_ctx(req)->pid);
       Result<std::string> answer = control.hint(self->ContextOf(req), hint->body);
       if (!answer.ok()) {
         std::fprintf(stderr, "weft: hint refused: %s\n", answer.status().ToString().c_str());
@@ -1426,6 +1430,7 @@ class FuseMountImpl final : public FuseMount {
   bool mounted_ = false;
   NodeTable nodes_;
   HandleTable handles_;
+  ProcessJobs jobs_;
   std::unique_ptr<ReadAhead> read_ahead_;  // when options_.read_ahead_bytes > 0
 
   std::thread notifier_;  // sends the kernel the invalidations queued by Invalidate

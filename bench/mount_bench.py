@@ -4,13 +4,15 @@
 Three comparisons on the same bytes, each alternating Weft and its reference (A B A B) after a
 warm-up, reporting the median of per-pair ratios (BENCHMARKING.md):
   1. seq-read-warm / seq-read-cold: `cat` of a 1 GiB incompressible file through
-     `weft mount --data` vs `cat` of the same file on the local disk (goal >= 0.8x). Cold
+     `weft mount --data --read-only` (how a training job mounts its dataset) vs `cat` of the
+     same file on the local disk (goal >= 0.8x). Cold
      means the page cache holds none of the bytes: before each read both sides drop their
      pages with posix_fadvise(DONTNEED) (the local file; the mounted file and Weft's pack
      files), so both read the disk. Warm means a second read right after the first.
   2. random-files-warm / random-files-cold: whole-file reads of randomly chosen image-like
-     files (log-normal sizes, mean ~115 KB) through `weft mount --data` vs the same tree on the
-     local disk (goal >= 0.5x), 1 reader.
+     files (log-normal sizes, mean ~115 KB) through the same read-only mount vs the same tree
+     on the local disk (goal >= 0.5x), 1 reader; then (-rw) through a read-write mount, where
+     every open is a round trip to the daemon.
   3. write-1g: writing the sequential-read file's bytes in 1 MiB pieces through
      `weft mount --data` and closing it (the close commits a new version, synced) vs the same
      writes to the local disk followed by fsync (no goal; recorded).
@@ -170,12 +172,39 @@ def main():
         benchlib.emit(obj)
         rows.append(obj)
 
-    if "seq" in args.only or "random" in args.only or "write" in args.only:
-        mp = os.path.join(args.dir, "mnt")
-        mount = Mount(args.weft, mp, [], data=data)
+    packs = [p for p in glob.glob(os.path.join(data, "packs", "**", "*"), recursive=True)
+             if os.path.isfile(p)]
+    local = [os.path.join(src, p) for p in picks]
+    mean_kb = round(sum(os.path.getsize(p) for p in local) / len(local) / 1e3, 1)
+
+    def random_rows(mp, suffix):
+        on_mount = [os.path.join(mp, "bench", p) for p in picks]
+        a, b, r = benchlib.run_pairs(lambda: files_rate(on_mount), lambda: files_rate(local),
+                                     args.pairs)
+        report(benchlib.result("random-files-warm" + suffix, "files/s", "local fs", a, b, r,
+                               goal=">= 0.5", mean_kb=mean_kb))
+
+        def weft_cold_files():
+            for p in packs:
+                drop_pages(p)
+            for p in set(on_mount):
+                drop_pages(p)
+            return files_rate(on_mount)
+
+        def local_cold_files():
+            for p in set(local):
+                drop_pages(p)
+            return files_rate(local)
+
+        a, b, r = benchlib.run_pairs(weft_cold_files, local_cold_files, args.pairs)
+        report(benchlib.result("random-files-cold" + suffix, "files/s", "local fs", a, b, r,
+                               goal=">= 0.5"))
+
+    # A dataset is mounted read-only for training: opens then cost no request at all.
+    if "seq" in args.only or "random" in args.only:
+        mp = os.path.join(args.dir, "mnt-ro")
+        mount = Mount(args.weft, mp, [], ["--read-only"], data=data)
         try:
-            packs = glob.glob(os.path.join(data, "packs", "**", "*"), recursive=True)
-            packs = [p for p in packs if os.path.isfile(p)]
             mounted_big = os.path.join(mp, "bench", "big.bin")
             if "seq" in args.only:
                 a, b, r = benchlib.run_pairs(lambda: cat_rate(mounted_big), lambda: cat_rate(big),
@@ -197,30 +226,17 @@ def main():
                 report(benchlib.result("seq-read-cold", "MB/s", "cat local", a, b, r,
                                        goal=">= 0.8"))
             if "random" in args.only:
-                on_mount = [os.path.join(mp, "bench", p) for p in picks]
-                local = [os.path.join(src, p) for p in picks]
-                a, b, r = benchlib.run_pairs(lambda: files_rate(on_mount),
-                                             lambda: files_rate(local), args.pairs)
-                report(benchlib.result("random-files-warm", "files/s", "local fs", a, b, r,
-                                       goal=">= 0.5", mean_kb=round(
-                                           sum(os.path.getsize(p) for p in local) /
-                                           len(local) / 1e3, 1)))
+                random_rows(mp, "")
+        finally:
+            mount.stop()
 
-                def weft_cold_files():
-                    for p in packs:
-                        drop_pages(p)
-                    for p in set(on_mount):
-                        drop_pages(p)
-                    return files_rate(on_mount)
-
-                def local_cold_files():
-                    for p in set(local):
-                        drop_pages(p)
-                    return files_rate(local)
-
-                a, b, r = benchlib.run_pairs(weft_cold_files, local_cold_files, args.pairs)
-                report(benchlib.result("random-files-cold", "files/s", "local fs", a, b, r,
-                                       goal=">= 0.5"))
+    # The same reads through a read-write mount (an OPEN and a RELEASE per file), and writes.
+    if "random" in args.only or "write" in args.only:
+        mp = os.path.join(args.dir, "mnt-rw")
+        mount = Mount(args.weft, mp, [], data=data)
+        try:
+            if "random" in args.only:
+                random_rows(mp, "-rw")
             if "write" in args.only:
                 a, b, r = benchlib.run_pairs(
                     lambda: write_rate(big, os.path.join(mp, "written.bin")),

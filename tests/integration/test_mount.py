@@ -336,15 +336,33 @@ class PosixTest(LocalMountTestCase):
 
 
 class ReadOnlyMountTest(WeftTestCase):
-    def test_read_only_refuses_changes(self):
+    def test_read_only_refuses_changes_and_reads_without_open_requests(self):
         require_fuse()
         self.weft("put", "-", "/f", input=b"bytes")
+        src = self.path("src")
+        files = {f"d/{i:03d}": incompressible(f"ro{i}", 1000 + 5000 * i) for i in range(30)}
+        for rel, body in files.items():
+            self.write_file(os.path.join("src", rel), body)
+        self.weft("put", src, "/tree")
         mp = self.path("ro")
         mount = Mount(self.bin, mp, [], ["--read-only"], data=self.data)
         self.addCleanup(mount.stop)
         self.assertEqual(read(os.path.join(mp, "f")), b"bytes")
+        # A read-only local volume opens without asking the daemon: reads, rereads, several
+        # descriptors at once and reads from the middle all see the right bytes.
+        for _ in range(2):
+            for rel, body in files.items():
+                self.assertEqual(read(os.path.join(mp, "tree", rel)), body, rel)
+        big = os.path.join(mp, "tree", "d/029")
+        with open(big, "rb") as a, open(big, "rb") as b:
+            a.seek(100_000)
+            self.assertEqual(a.read(10), files["d/029"][100_000:100_010])
+            self.assertEqual(b.read(), files["d/029"])
         with self.assertRaises(OSError) as caught:
             write(os.path.join(mp, "f"), b"x")
+        self.assertEqual(caught.exception.errno, errno.EROFS)
+        with self.assertRaises(OSError) as caught:
+            os.mkdir(os.path.join(mp, ".weft", "snapshots", "s"))
         self.assertEqual(caught.exception.errno, errno.EROFS)
 
     def test_usage_errors_are_one_line(self):

@@ -70,6 +70,7 @@ int ErrnoOf(const Status& status) {
 namespace {
 
 constexpr size_t kIoBytes = 1 << 20;           // largest read and write the kernel sends
+constexpr size_t kMaxReaders = 1024;           // cached readers (each may hold a chunk)
 constexpr double kImmutableTimeout = 86400.0;  // snapshot trees never change
 constexpr uint32_t kReadDirPage = 1000;
 // Synthetic paths of the cache control (see fuse_mount.h).
@@ -593,7 +594,6 @@ class FuseMountImpl final : public FuseMount {
 
   // Records an open; true when the kernel's pages of the node hold this same version.
   bool RememberOpen(uint64_t node, const std::shared_ptr<FileReader>& reader, bool writing) {
-    constexpr size_t kMaxReaders = 1024;  // each may hold a chunk of its file
     const std::string& version = reader->info().version_id;
     std::lock_guard lock(versions_mu_);
     std::string& cached = cached_versions_[node];
@@ -611,6 +611,7 @@ class FuseMountImpl final : public FuseMount {
     std::lock_guard lock(versions_mu_);
     cached_versions_.erase(node);
     readers_.erase(node);
+    node_reads_.erase(node);
   }
 
   void ForgetOpen(const std::string& path) {
@@ -782,7 +783,12 @@ class FuseMountImpl final : public FuseMount {
 
   // ---- operations ----
 
-  static void OpInit(void*, struct fuse_conn_info* conn) {
+  static void OpInit(void* userdata, struct fuse_conn_info* conn) {
+    auto* self = static_cast<FuseMountImpl*>(userdata);
+    // Nothing can change a read-only exclusive volume: opens need no round trip at all (the
+    // first OPEN answers ENOSYS; the kernel then opens without asking and keeps the pages).
+    self->zero_open_ = (conn->capable & FUSE_CAP_NO_OPEN_SUPPORT) && self->options_.read_only &&
+                       self->options_.exclusive;
     conn->max_write = kIoBytes;
     conn->max_readahead = kIoBytes;
     if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC) conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
@@ -998,6 +1004,7 @@ class FuseMountImpl final : public FuseMount {
     std::optional<std::string> path = self->PathOr(req, ino);
     if (!path) return;
     RequestContext ctx = self->ContextOf(req);
+    if (self->zero_open_) return (void)fuse_reply_err(req, ENOSYS);
     if ((*path == kStatsFile || *path == kHintsFile) && self->HasControl()) {
       std::shared_ptr<Handle> h = self->OpenControl(req, *path, fi);
       if (h == nullptr) return;
@@ -1069,10 +1076,15 @@ class FuseMountImpl final : public FuseMount {
     }
   }
 
-  static void OpRead(fuse_req_t req, fuse_ino_t, size_t size, off_t off,
+  static void OpRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                      struct fuse_file_info* fi) {
     FuseMountImpl* self = Self(req);
     std::shared_ptr<Handle> held = self->handles_.Get(fi->fh);
+    if (held == nullptr && self->zero_open_) {
+      Result<std::shared_ptr<ReadHandle>> node = self->NodeReader(req, ino);
+      if (!node.ok()) return (void)fuse_reply_err(req, ErrnoOf(node.status()));
+      held = std::move(*node);
+    }
     Handle* h = held.get();
     if (auto* r = dynamic_cast<ReadHandle*>(h)) {
       if (self->read_ahead_) self->ReadAheadOf(*r, static_cast<uint64_t>(off), size);
@@ -1130,9 +1142,30 @@ class FuseMountImpl final : public FuseMount {
     }
   }
 
+  // Without opens (zero_open_) reads go through one handle per node, kept while the kernel
+  // holds the node (at most kMaxReaders of them).
+  Result<std::shared_ptr<ReadHandle>> NodeReader(fuse_req_t req, uint64_t node) {
+    {
+      std::lock_guard lock(versions_mu_);
+      auto it = node_reads_.find(node);
+      if (it != node_reads_.end()) return it->second;
+    }
+    std::optional<std::string> path = nodes_.PathOf(node);
+    if (!path) return NotFound("node " + std::to_string(node) + " names no file");
+    WEFT_ASSIGN_OR_RETURN(std::unique_ptr<FileReader> reader,
+                          volume_->OpenReader(ContextOf(req), *path));
+    auto handle = std::make_shared<ReadHandle>();
+    handle->reader = std::move(reader);
+    std::lock_guard lock(versions_mu_);
+    if (node_reads_.size() >= kMaxReaders) node_reads_.erase(node_reads_.begin());
+    return node_reads_.emplace(node, std::move(handle)).first->second;
+  }
+
   // A close (of each descriptor): commits, so that close() reports a failed commit.
   static void OpFlush(fuse_req_t req, fuse_ino_t, struct fuse_file_info* fi) {
     FuseMountImpl* self = Self(req);
+    // Nothing to commit on a read-only volume: ENOSYS, and the kernel stops asking.
+    if (self->zero_open_) return (void)fuse_reply_err(req, ENOSYS);
     std::shared_ptr<Handle> held = self->handles_.Get(fi->fh);
     Handle* h = held.get();
     if (auto* hint = dynamic_cast<HintHandle*>(h)) {
@@ -1448,6 +1481,8 @@ class FuseMountImpl final : public FuseMount {
   // next open), and the reader of it (at most kMaxReaders). Guarded by versions_mu_.
   std::unordered_map<uint64_t, std::string> cached_versions_;
   std::unordered_map<uint64_t, std::shared_ptr<FileReader>> readers_;
+  std::unordered_map<uint64_t, std::shared_ptr<ReadHandle>> node_reads_;  // zero_open_ only
+  bool zero_open_ = false;                                                // set once at INIT
 };
 
 }  // namespace

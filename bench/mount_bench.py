@@ -12,7 +12,8 @@ warm-up, reporting the median of per-pair ratios (BENCHMARKING.md):
   2. random-files-warm / random-files-cold: whole-file reads of randomly chosen image-like
      files (log-normal sizes, mean ~115 KB) through the same read-only mount vs the same tree
      on the local disk (goal >= 0.5x), 1 reader; then (-rw) through a read-write mount, where
-     every open is a round trip to the daemon.
+     every open is a round trip to the daemon. A cold pass starts a fresh mount process (its
+     chunk cache is empty) and drops the pack files' pages; the local side drops the files'.
   3. write-1g: writing the sequential-read file's bytes in 1 MiB pieces through
      `weft mount --data` and closing it (the close commits a new version, synced) vs the same
      writes to the local disk followed by fsync (no goal; recorded).
@@ -102,6 +103,19 @@ def write_rate(source, target):
     return size / (time.perf_counter() - t0) / 1e6
 
 
+class Remountable:
+    """A `weft mount --data` that can be restarted (a cold daemon) at the same mount point."""
+
+    def __init__(self, weft, mountpoint, extra, data):
+        self.args = (weft, mountpoint, [], extra)
+        self.data = data
+        self.mount = Mount(*self.args, data=data)
+
+    def restart(self):
+        self.mount.stop()
+        self.mount = Mount(*self.args, data=self.data)
+
+
 class RcloneMount:
     """`rclone mount` of a bucket on the hub's S3 endpoint, with its full VFS cache."""
 
@@ -177,7 +191,8 @@ def main():
     local = [os.path.join(src, p) for p in picks]
     mean_kb = round(sum(os.path.getsize(p) for p in local) / len(local) / 1e3, 1)
 
-    def random_rows(mp, suffix):
+    def random_rows(mounted, suffix):
+        mp = mounted.mount.mountpoint
         on_mount = [os.path.join(mp, "bench", p) for p in picks]
         a, b, r = benchlib.run_pairs(lambda: files_rate(on_mount), lambda: files_rate(local),
                                      args.pairs)
@@ -185,9 +200,9 @@ def main():
                                goal=">= 0.5", mean_kb=mean_kb))
 
         def weft_cold_files():
+            # A fresh daemon: nothing in its chunk cache; no pages of the files or packs.
+            mounted.restart()
             for p in packs:
-                drop_pages(p)
-            for p in set(on_mount):
                 drop_pages(p)
             return files_rate(on_mount)
 
@@ -202,8 +217,8 @@ def main():
 
     # A dataset is mounted read-only for training: opens then cost no request at all.
     if "seq" in args.only or "random" in args.only:
-        mp = os.path.join(args.dir, "mnt-ro")
-        mount = Mount(args.weft, mp, [], ["--read-only"], data=data)
+        mounted = Remountable(args.weft, os.path.join(args.dir, "mnt-ro"), ["--read-only"], data)
+        mp = mounted.mount.mountpoint
         try:
             mounted_big = os.path.join(mp, "bench", "big.bin")
             if "seq" in args.only:
@@ -226,17 +241,17 @@ def main():
                 report(benchlib.result("seq-read-cold", "MB/s", "cat local", a, b, r,
                                        goal=">= 0.8"))
             if "random" in args.only:
-                random_rows(mp, "")
+                random_rows(mounted, "")
         finally:
-            mount.stop()
+            mounted.mount.stop()
 
     # The same reads through a read-write mount (an OPEN and a RELEASE per file), and writes.
     if "random" in args.only or "write" in args.only:
-        mp = os.path.join(args.dir, "mnt-rw")
-        mount = Mount(args.weft, mp, [], data=data)
+        mounted = Remountable(args.weft, os.path.join(args.dir, "mnt-rw"), [], data)
+        mp = mounted.mount.mountpoint
         try:
             if "random" in args.only:
-                random_rows(mp, "-rw")
+                random_rows(mounted, "-rw")
             if "write" in args.only:
                 a, b, r = benchlib.run_pairs(
                     lambda: write_rate(big, os.path.join(mp, "written.bin")),
@@ -244,7 +259,7 @@ def main():
                 report(benchlib.result("write-1g", "MB/s", "local write + fsync", a, b, r,
                                        goal="-"))
         finally:
-            mount.stop()
+            mounted.mount.stop()
 
     if "hub" in args.only:
         hub = Hub(args.weft, data)

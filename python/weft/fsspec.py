@@ -12,7 +12,7 @@ point) every fsspec user understands ``weft://`` URLs::
 
 Storage options (all optional; the environment fills the rest, see :class:`weft.Client`):
 ``endpoint``, ``access_key``, ``secret_key``, ``region``, ``ca_file``, ``timeout``, or a
-ready ``client``. Paths are ``BUCKET/KEY``; the root lists buckets. Directories are key
+ready ``client`` (s3fs's names ``endpoint_url``, ``key`` and ``secret`` work too). Paths are ``BUCKET/KEY``; the root lists buckets. Directories are key
 prefixes (CommonPrefixes). Files open for reading (ranged GETs, ``block_size`` bytes at a
 time, pinned to the version current at open) or writing (buffered, stored with one PUT on
 close: the object appears whole or not at all).
@@ -37,11 +37,13 @@ class WeftFileSystem(AbstractFileSystem):
     root_marker = ""
 
     def __init__(self, endpoint=None, access_key=None, secret_key=None, region=None, *,
-                 client=None, ca_file=None, timeout=60.0, **kwargs):
+                 client=None, ca_file=None, timeout=60.0, key=None, secret=None,
+                 endpoint_url=None, **kwargs):
         super().__init__(**kwargs)
         if client is None:
-            client = Client(endpoint, access_key, secret_key, region, timeout=timeout,
-                            ca_file=ca_file)
+            # key=, secret= and endpoint_url= are what s3fs users pass: the same meaning here.
+            client = Client(endpoint or endpoint_url, access_key or key, secret_key or secret,
+                            region, timeout=timeout, ca_file=ca_file)
         self.client = client
 
     @classmethod

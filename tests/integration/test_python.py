@@ -285,6 +285,11 @@ class ApiTest(ClassHub):
             self.assertEqual(f.read(), body)
         fs = fsspec.filesystem("weft", **opts)
         self.assertIsInstance(fs, weft.WeftFileSystem)
+        # s3fs's option names mean the same (skip_instance_cache: a fresh client).
+        s3fs_style = fsspec.filesystem("weft", endpoint_url=self.hub.url, key=ROOT_ACCESS,
+                                       secret=ROOT_SECRET, skip_instance_cache=True)
+        self.assertEqual(s3fs_style.cat_file("weft://data/fs/dir/blob.bin", start=0, end=4),
+                         body[:4])
         fs.pipe_file("weft://data/fs/top.txt", b"hello weft")
         self.assertEqual(fs.ls("data/fs", detail=False), ["data/fs/dir", "data/fs/top.txt"])
         entries = {e["name"]: e for e in fs.ls("weft://data/fs/", detail=True)}

@@ -559,6 +559,14 @@ def _umask():
     return 0o022
 
 
+def _object_of(url, client):
+    """(client, bucket, key) of a ``weft://BUCKET/KEY`` checkpoint; ValueError without a key."""
+    bucket, key = parse_url(url)
+    if not key:
+        raise ValueError(f"no key in {url!r}")
+    return client or Client(), bucket, key
+
+
 def save_checkpoint(obj, path, *, client=None):
     """Saves ``obj`` with ``torch.save`` to ``path`` so that the file is always either the
     previous checkpoint or the complete new one, even if the process is killed mid-save.
@@ -575,10 +583,7 @@ def save_checkpoint(obj, path, *, client=None):
     Raises the ``torch.save`` error, OSError (e.g. no space left) or the client's errors."""
     path = os.fspath(path)
     if _is_url(path):
-        bucket, key = parse_url(path)
-        if not key:
-            raise ValueError(f"no key in {path!r}")
-        client = client or Client()
+        client, bucket, key = _object_of(path, client)
         with tempfile.TemporaryFile() as f:
             torch.save(obj, f)
             f.flush()
@@ -613,10 +618,7 @@ def load_checkpoint(path, *, map_location=None, client=None, **kwargs):
     arguments go to ``torch.load``. Raises FileNotFoundError when it does not exist."""
     path = os.fspath(path)
     if _is_url(path):
-        bucket, key = parse_url(path)
-        if not key:
-            raise ValueError(f"no key in {path!r}")
-        client = client or Client()
+        client, bucket, key = _object_of(path, client)
         data = client.get_object(bucket, key)
         return torch.load(io.BytesIO(data), map_location=map_location, **kwargs)
     return torch.load(path, map_location=map_location, **kwargs)

@@ -324,6 +324,17 @@ class PosixTest(LocalMountTestCase):
         self.assert_errno(errno.EROFS, os.rename, self.m("data", "b"),
                           os.path.join(snap, "data", "b"))
         self.assert_errno(errno.EEXIST, os.mkdir, snap)
+        # What Weft knows of a path, as read-only extended attributes.
+        self.assertEqual(os.getxattr(snap, "user.weft.snapshot_path"), b"/")
+        self.assertEqual(os.getxattr(self.m("data", "a"), "user.weft.etag"),
+                         hashlib.md5(b"version 2").hexdigest().encode())
+        self.assertEqual(os.getxattr(os.path.join(snap, "data", "a"), "user.weft.etag"),
+                         hashlib.md5(b"version 1").hexdigest().encode())
+        self.assertNotEqual(os.getxattr(self.m("data", "a"), "user.weft.version_id"),
+                            os.getxattr(os.path.join(snap, "data", "a"), "user.weft.version_id"))
+        self.assertIn("user.weft.etag", os.listxattr(self.m("data", "a")))
+        self.assert_errno(errno.ENODATA, os.getxattr, self.m("data", "a"), "user.other")
+        self.assert_errno(errno.ENOTSUP, os.setxattr, self.m("data", "a"), "user.x", b"1")
         os.rmdir(snap)
         self.assertEqual(os.listdir(self.m(".weft", "snapshots")), [])
 

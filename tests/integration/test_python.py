@@ -31,7 +31,7 @@ import unittest
 
 from mountlib import Mount, require_fuse
 from s3lib import ROOT_ACCESS, ROOT_SECRET, Hub, WeftProcess
-from weftlib import SOURCE_DIR, weft_bin
+from weftlib import SOURCE_DIR, weft_bin, write_tree
 
 PYTHON_DIR = os.path.join(SOURCE_DIR, "python")
 sys.path.insert(0, PYTHON_DIR)
@@ -60,15 +60,6 @@ def make_files(seed=7, n=FILES):
         ext = "txt" if i % 10 == 0 else "jpg"
         files[f"c{i % 5}/img_{i:04d}.{ext}"] = rng.randbytes(rng.randint(KIB, 100 * KIB))
     return files
-
-
-def write_tree(root, files):
-    for rel, data in files.items():
-        full = os.path.join(root, rel)
-        os.makedirs(os.path.dirname(full), exist_ok=True)
-        with open(full, "wb") as f:
-            f.write(data)
-    return root
 
 
 def make_shards(n_shards=6, per_shard=10, seed=11):

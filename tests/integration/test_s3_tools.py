@@ -10,15 +10,7 @@ import subprocess
 import unittest
 
 from s3lib import REGION, ROOT_ACCESS, ROOT_SECRET, S3TestCase
-from weftlib import MIB, incompressible, tree_digests
-
-
-def make_tree(root, files):
-    for rel, data in files.items():
-        full = os.path.join(root, rel)
-        os.makedirs(os.path.dirname(full), exist_ok=True)
-        with open(full, "wb") as f:
-            f.write(data)
+from weftlib import MIB, incompressible, tree_digests, write_tree
 
 
 SMALL_TREE = {
@@ -70,7 +62,7 @@ class ToolsTest(S3TestCase):
 
     def test_aws_s3_sync_both_ways_and_s3api(self):
         src = self.path("src")
-        make_tree(src, SMALL_TREE)
+        write_tree(src, SMALL_TREE)
         self.aws("s3", "mb", "s3://sync")
         self.aws("s3", "sync", src, "s3://sync/ds/")
         listed = self.aws("s3api", "list-objects-v2", "--bucket", "sync", "--prefix", "ds/")
@@ -108,7 +100,7 @@ class ToolsTest(S3TestCase):
 
     def test_s3cmd(self):
         src = self.path("s3cmd-src")
-        make_tree(src, SMALL_TREE)
+        write_tree(src, SMALL_TREE)
         self.s3cmd("mb", "s3://tool")
         self.s3cmd("sync", src + "/", "s3://tool/d/")
         out = self.s3cmd("ls", "-r", "s3://tool/").stdout.decode()
@@ -124,8 +116,8 @@ class ToolsTest(S3TestCase):
 
     def test_rclone_sync_and_check(self):
         src = self.path("rclone-src")
-        make_tree(src, SMALL_TREE)
-        make_tree(src, {"deep/a/b/c/d.bin": incompressible("deep", 3 * MIB)})
+        write_tree(src, SMALL_TREE)
+        write_tree(src, {"deep/a/b/c/d.bin": incompressible("deep", 3 * MIB)})
         self.rclone("mkdir", "weft:rclone-b")
         self.rclone("sync", src, "weft:rclone-b/tree")
         self.rclone("check", src, "weft:rclone-b/tree")  # exits non-zero on any difference

@@ -53,6 +53,16 @@ def tree_digests(root):
     return out
 
 
+def write_tree(root, files):
+    """Writes {relative path: bytes} under root (directories made as needed); returns root."""
+    for rel, data in files.items():
+        full = os.path.join(root, rel)
+        os.makedirs(os.path.dirname(full), exist_ok=True)
+        with open(full, "wb") as f:
+            f.write(data)
+    return root
+
+
 def read_bytes(path):
     with open(path, "rb") as f:
         return f.read()

@@ -429,8 +429,8 @@ class FuseMountImpl final : public FuseMount {
     }
     // Collected first: the kernel may answer a notification with a FORGET, which takes the
     // node table's lock on another thread.
+    // (Invalidate dropped their open cache already, before it returned.)
     std::vector<NodeTable::Child> children = nodes_.Under(pending.dirs, pending.subtrees);
-    for (const NodeTable::Child& c : children) ForgetOpen(c.id);
     for (const NodeTable::Child& c : children) {
       fuse_lowlevel_notify_inval_entry(session_, c.parent, c.name.c_str(), c.name.size());
       fuse_lowlevel_notify_inval_inode(session_, c.id, 0, 0);

@@ -70,6 +70,7 @@ class BoundedChunkStore final : public ChunkStore {
   // Mark the chunk most recently used; NotFound once it was evicted (fetch it again).
   Result<std::string> Get(const ChunkId& id) override;
   Result<std::shared_ptr<const std::string>> GetShared(const ChunkId& id) override;
+  void WillNeed(std::span<const ChunkId> ids) override { base_->WillNeed(ids); }
   // Forwards to `base` (holds do not apply: this is the owner's garbage collection, not
   // eviction), waiting for an eviction round in progress; swept chunks leave the LRU.
   Result<SweepStats> Sweep(const std::function<bool(const ChunkId&)>& is_live) override;

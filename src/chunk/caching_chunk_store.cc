@@ -28,6 +28,17 @@ Result<std::string> CachingChunkStore::Get(const ChunkId& id) {
   return *data;
 }
 
+void CachingChunkStore::WillNeed(std::span<const ChunkId> ids) {
+  std::vector<ChunkId> missing;
+  {
+    std::lock_guard lock(mu_);
+    for (const ChunkId& id : ids) {
+      if (!map_.contains(id)) missing.push_back(id);
+    }
+  }
+  if (!missing.empty()) base_->WillNeed(missing);
+}
+
 void CachingChunkStore::Insert(const ChunkId& id, std::shared_ptr<const std::string> data) {
   if (data->size() > capacity_ / 4) return;  // one huge chunk must not flush everything
   std::lock_guard lock(mu_);

@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <unordered_map>
+#include <vector>
 
 #include "chunk/chunk_store.h"
 
@@ -25,6 +26,8 @@ class CachingChunkStore final : public ChunkStore {
   bool Contains(const ChunkId& id) override { return base_->Contains(id); }
   Result<std::string> Get(const ChunkId& id) override;
   Result<std::shared_ptr<const std::string>> GetShared(const ChunkId& id) override;
+  // Forwards the ids this cache does not hold.
+  void WillNeed(std::span<const ChunkId> ids) override;
   Result<SweepStats> Sweep(const std::function<bool(const ChunkId&)>& is_live) override;
   // Verifies what is on disk, bypassing the cache.
   Status Verify(std::vector<ChunkProblem>* problems) override { return base_->Verify(problems); }

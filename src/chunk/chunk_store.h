@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -59,6 +60,11 @@ class ChunkStore {
     WEFT_ASSIGN_OR_RETURN(std::string data, Get(id));
     return std::make_shared<const std::string>(std::move(data));
   }
+
+  // A hint that these chunks will be read soon: a store on disk starts reading them in the
+  // background, one I/O per run of neighbouring records, so the Gets that follow
+  // do not each wait for the disk in turn. Unknown ids are ignored. The default does nothing.
+  virtual void WillNeed(std::span<const ChunkId> /*ids*/) {}
 
   // Removes every chunk for which `is_live` is false and reclaims the space (pack compaction).
   // Never removes a chunk for which `is_live` is true.

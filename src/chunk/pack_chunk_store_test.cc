@@ -491,6 +491,91 @@ TEST_F(PackChunkStoreTest, SweepRacesWithPutsAndGets) {
 
 // ---- Crashes and full disks, through FaultInjectionFileSystem ----
 
+// Forwards to an in-memory file system and records the read-ahead hints its files get.
+class HintRecordingFileSystem final : public FileSystem {
+ public:
+  struct Hint {
+    std::string path;
+    uint64_t offset, length;
+    bool operator==(const Hint&) const = default;
+  };
+
+  explicit HintRecordingFileSystem(FileSystem* base) : base_(base) {}
+
+  Result<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path) override {
+    return base_->NewWritableFile(path);
+  }
+  Result<std::unique_ptr<RandomAccessFile>> NewRandomAccessFile(const std::string& path) override {
+    WEFT_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> file, base_->NewRandomAccessFile(path));
+    return std::unique_ptr<RandomAccessFile>(
+        std::make_unique<RecordingFile>(std::move(file), path, &hints));
+  }
+  Status CreateDirs(const std::string& path) override { return base_->CreateDirs(path); }
+  Result<std::vector<std::string>> ListDir(const std::string& dir) override {
+    return base_->ListDir(dir);
+  }
+  Status RemoveFile(const std::string& path) override { return base_->RemoveFile(path); }
+  Status Rename(const std::string& from, const std::string& to) override {
+    return base_->Rename(from, to);
+  }
+  Result<uint64_t> FileSize(const std::string& path) override { return base_->FileSize(path); }
+  bool Exists(const std::string& path) override { return base_->Exists(path); }
+  Status SyncDir(const std::string& dir) override { return base_->SyncDir(dir); }
+
+  std::vector<Hint> hints;
+
+ private:
+  class RecordingFile final : public RandomAccessFile {
+   public:
+    RecordingFile(std::unique_ptr<RandomAccessFile> base, std::string path,
+                  std::vector<Hint>* hints)
+        : base_(std::move(base)), path_(std::move(path)), hints_(hints) {}
+    Result<std::string_view> ReadAt(uint64_t offset, size_t n, char* scratch) const override {
+      return base_->ReadAt(offset, n, scratch);
+    }
+    Result<uint64_t> Size() const override { return base_->Size(); }
+    void WillNeed(uint64_t offset, uint64_t length) const override {
+      hints_->push_back({path_, offset, length});
+    }
+
+   private:
+    std::unique_ptr<RandomAccessFile> base_;
+    std::string path_;
+    std::vector<Hint>* hints_;
+  };
+
+  FileSystem* base_;
+};
+
+class PackChunkStoreHintTest : public PackChunkStoreTest {
+ protected:
+  FileSystem* fs() override { return &recording_; }
+  HintRecordingFileSystem recording_{mem_.get()};
+};
+
+TEST_F(PackChunkStoreHintTest, WillNeedAsksForNeighbouringRecordsAtOnce) {
+  opts_.target_pack_size_for_test = 1 << 20;  // everything below lands in one pack
+  Open();
+  constexpr uint64_t kRecord = kRecordHeaderSize + 8192;
+  std::vector<ChunkId> ids;
+  for (uint64_t i = 0; i < 20; ++i) ids.push_back(Put(RandomBytes(8192, i)));
+  ASSERT_TRUE(store_->Flush().ok());
+  const ChunkId in_memory = Put(RandomBytes(8192, 100));  // not yet in the file
+  using Hint = HintRecordingFileSystem::Hint;
+  const std::string pack = PackPath(1);
+
+  // Three neighbours, asked in any order, are one request.
+  store_->WillNeed(std::vector<ChunkId>{ids[1], ids[0], ids[2]});
+  EXPECT_EQ(recording_.hints, (std::vector<Hint>{{pack, kPackHeaderSize, 3 * kRecord}}));
+
+  // A hole smaller than 64 KiB is read across; a larger one starts a second request.
+  recording_.hints.clear();
+  store_->WillNeed(std::vector<ChunkId>{ids[3], ids[5], ids[15], in_memory, ChunkId()});
+  EXPECT_EQ(recording_.hints, (std::vector<Hint>{{pack, kPackHeaderSize + 3 * kRecord, 3 * kRecord},
+                                                 {pack, kPackHeaderSize + 15 * kRecord, kRecord}}));
+  CheckAll();
+}
+
 class PackChunkStoreFaultTest : public PackChunkStoreTest {
  protected:
   // Files opened through faulty_ must not outlive it.

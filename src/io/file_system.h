@@ -32,6 +32,10 @@ class RandomAccessFile {
   // Reads up to `n` bytes at `offset` into `scratch`; returns the bytes read, fewer at EOF.
   virtual Result<std::string_view> ReadAt(uint64_t offset, size_t n, char* scratch) const = 0;
   virtual Result<uint64_t> Size() const = 0;
+  // A hint that [offset, offset + length) will be read soon: a file on disk starts reading it
+  // in the background, so reads that follow wait for one I/O instead of one each. The
+  // default does nothing.
+  virtual void WillNeed(uint64_t /*offset*/, uint64_t /*length*/) const {}
 };
 
 class FileSystem {

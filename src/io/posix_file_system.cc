@@ -153,6 +153,12 @@ class PosixRandomAccessFile final : public RandomAccessFile {
     return std::string_view(scratch, done);
   }
 
+  void WillNeed(uint64_t offset, uint64_t length) const override {
+    // Only a hint: a failure costs the read-ahead, never correctness.
+    (void)::posix_fadvise(fd_, static_cast<off_t>(offset), static_cast<off_t>(length),
+                          POSIX_FADV_WILLNEED);
+  }
+
   Result<uint64_t> Size() const override {
     struct stat st;
     if (::fstat(fd_, &st) != 0) return PosixError("fstat", path_);

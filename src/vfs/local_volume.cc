@@ -387,6 +387,15 @@ class LocalFileReader final : public FileReader {
     return LoadChunk(index);
   }
 
+  void WillNeed(size_t first, size_t last) override {
+    last = std::min(last, manifest_.chunks.size());
+    if (first >= last) return;
+    std::vector<ChunkId> ids;
+    ids.reserve(last - first);
+    for (size_t i = first; i < last; ++i) ids.push_back(manifest_.chunks[i].id);
+    chunks_->WillNeed(ids);
+  }
+
   Result<std::string> ReadAt(uint64_t offset, uint64_t length) override {
     std::string out;
     if (offset >= manifest_.size || length == 0) return out;
@@ -394,6 +403,10 @@ class LocalFileReader final : public FileReader {
     out.reserve(length);
     // The chunk containing `offset`: the last one starting at or before it.
     size_t idx = std::upper_bound(offsets_.begin(), offsets_.end(), offset) - offsets_.begin() - 1;
+    const size_t last =
+        std::upper_bound(offsets_.begin(), offsets_.end(), offset + length - 1) - offsets_.begin();
+    // Several chunks: ask for all of them at once, so a cold read waits for the disk once.
+    if (last - idx > 1) WillNeed(idx, last);
     while (out.size() < length && idx < manifest_.chunks.size()) {
       WEFT_ASSIGN_OR_RETURN(std::shared_ptr<const std::string> data, LoadChunk(idx));
       uint64_t in_chunk = offset + out.size() - offsets_[idx];

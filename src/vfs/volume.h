@@ -160,6 +160,9 @@ class FileReader {
   virtual const std::vector<ChunkRef>& chunks() const = 0;
   // The plaintext of chunk `index`, verified against its id; OutOfRange past the last.
   virtual Result<std::shared_ptr<const std::string>> ReadChunk(size_t index) = 0;
+  // A hint that chunks [first, last) will be read soon: a reader over local packs starts
+  // reading them from disk in the background. The default does nothing.
+  virtual void WillNeed(size_t /*first*/, size_t /*last*/) {}
 };
 
 struct SetAttrRequest {

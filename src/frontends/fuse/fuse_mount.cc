@@ -576,6 +576,7 @@ class FuseMountImpl final : public FuseMount {
       if (first >= last) return;
       r.loaded_until = last;
     }
+    r.reader->WillNeed(first, last);  // one disk request for the window, not one per chunk
     read_ahead_->Load(r.reader, first, last);
   }
 

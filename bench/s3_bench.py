@@ -146,6 +146,8 @@ def main():
     ap.add_argument("--pairs", type=int, default=3)
     ap.add_argument("--seconds", type=int, default=5)
     ap.add_argument("--dir", default=os.path.join(benchlib.ROOT, "bench", "out", "s3"))
+    ap.add_argument("--only", nargs="*", default=["get", "small", "latency", "put"],
+                    help="rows to run: get (1 GiB), small (4 KiB wrk), latency, put")
     args = ap.parse_args()
     size = parse_size(args.size)
     http_load = args.http_load or os.path.join(os.path.dirname(os.path.dirname(args.weft)),
@@ -171,18 +173,21 @@ def main():
         nginx_big = f"http://127.0.0.1:{nginx.port}/bench/big.bin"
         nginx_small = f"http://127.0.0.1:{nginx.port}/bench/small.bin"
 
-        a, b, r = benchlib.run_pairs(lambda: curl_get_rate(big_url),
-                                     lambda: curl_get_rate(nginx_big), args.pairs)
-        rows.append(benchlib.result("get_1gib", "MB/s", "nginx", a, b, r, goal=">= 0.9"))
-        benchlib.emit(rows[-1])
+        if "get" in args.only:
+            a, b, r = benchlib.run_pairs(lambda: curl_get_rate(big_url),
+                                         lambda: curl_get_rate(nginx_big), args.pairs)
+            rows.append(benchlib.result("get_1gib", "MB/s", "nginx", a, b, r, goal=">= 0.9"))
+            benchlib.emit(rows[-1])
 
-        a, b, r = benchlib.run_pairs(lambda: wrk_rate(small_url, args.seconds),
-                                     lambda: wrk_rate(nginx_small, args.seconds), args.pairs)
-        rows.append(benchlib.result("get_4k_wrk_c16", "req/s", "nginx", a, b, r, goal=">= 0.5"))
-        benchlib.emit(rows[-1])
+        if "small" in args.only:
+            a, b, r = benchlib.run_pairs(lambda: wrk_rate(small_url, args.seconds),
+                                         lambda: wrk_rate(nginx_small, args.seconds), args.pairs)
+            rows.append(benchlib.result("get_4k_wrk_c16", "req/s", "nginx", a, b, r,
+                                        goal=">= 0.5"))
+            benchlib.emit(rows[-1])
 
-        for name, port, target in (("weft", weft.port, small_target),
-                                    ("nginx", nginx.port, "/bench/small.bin")):
+        latency = (("weft", weft.port, small_target), ("nginx", nginx.port, "/bench/small.bin"))
+        for name, port, target in latency if "latency" in args.only else ():
             lat = fixed_rate(http_load, port, target, args.seconds * 2)
             row = {"bench": f"get_4k_latency_1000rps_{name}", "unit": "us", **lat,
                    "goal": "mean < 1000" if name == "weft" else ""}
@@ -209,9 +214,10 @@ def main():
             os.remove(dst)
             return rate
 
-        a, b, r = benchlib.run_pairs(weft_put, cp_put, args.pairs)
-        rows.append(benchlib.result("put_1gib", "MB/s", "cp+fsync", a, b, r, goal=">= 0.8"))
-        benchlib.emit(rows[-1])
+        if "put" in args.only:
+            a, b, r = benchlib.run_pairs(weft_put, cp_put, args.pairs)
+            rows.append(benchlib.result("put_1gib", "MB/s", "cp+fsync", a, b, r, goal=">= 0.8"))
+            benchlib.emit(rows[-1])
     finally:
         weft.stop()
         nginx.stop()

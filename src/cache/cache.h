@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -31,6 +32,10 @@ class Policy {
   // or nullopt to leave `incoming` out ("bypass") instead. Called until there is room, with
   // OnRemove(victim) in between.
   virtual std::optional<Key> Victim(const Request& incoming) = 0;
+  // `job` declared the items it reads next, in order (a sampler's epoch order; `replace`:
+  // instead of what it declared before, else in addition). A policy that knows future reads
+  // may use it; the default ignores it.
+  virtual void OnHint(uint32_t /*job*/, std::span<const Key> /*next*/, bool /*replace*/) {}
   // One line of the policy's state for stats (an arbiter's weights, ARC's target split).
   virtual std::string Describe() const { return {}; }
 };

@@ -367,6 +367,13 @@ class BeladyPolicy final : public Policy {
 // items settle before its second epoch (measured: it beats a tenth, a quarter or a whole
 // epoch at 30% and 70% overlap).
 //
+// Declared hints sharpen both rules. An item a job declares is that job's, alive for its
+// current epoch, whoever read it before: at a run change the new run declares its subset, so
+// the old run's items it shares survive and the rest die at once, instead of half an epoch
+// later and in an order blind to which are shared. A job that read everything it declared is
+// finished (retired) as soon as another job declares: runs that follow one another then hand
+// the cache over with no more misses than the new items themselves.
+//
 // On a miss: evict the oldest dead item; else, for a prefetch only, the oldest item already read
 // this epoch (its next use is next epoch, after the prefetched one); else bypass, since with
 // demand fetch swapping inside an epoch only trades one miss for another (pinning is optimal).
@@ -391,6 +398,10 @@ class EpochPolicy final : public Policy {
       job.current = job.read.end();
     }
     job.last_tick = tick_;
+    job.finished = false;
+    if (auto d = job.declared.find(key); d != job.declared.end() && --d->second == 0) {
+      job.declared.erase(d);
+    }
     if (!hit) return;
     auto it = entries_.find(key);
     if (it == entries_.end()) return;
@@ -440,6 +451,28 @@ class EpochPolicy final : public Policy {
     }
     return best;
   }
+  void OnHint(uint32_t job_id, std::span<const Key> next, bool replace) override {
+    for (auto& [id, other] : jobs_) {
+      if (id != job_id && other.hinted && other.declared.empty()) other.finished = true;
+    }
+    Job& job = JobFor(job_id);
+    if (replace) job.declared.clear();
+    job.hinted = true;
+    job.finished = false;
+    for (Key key : next) {
+      ++job.declared[key];
+      auto it = entries_.find(key);
+      if (it == entries_.end()) continue;
+      Entry& e = it->second;
+      if (e.fetched || (e.job == job_id && e.epoch + 1 >= job.epoch)) continue;
+      // Adopt it as read in the job's previous epoch: its next read is in this one.
+      Unlink(e);
+      e.job = job_id;
+      e.epoch = job.epoch - 1;
+      e.tick = tick_;
+      e.pos = job.read.insert(job.current, key);
+    }
+  }
   std::string Describe() const override {
     char buf[64];
     std::snprintf(buf, sizeof(buf), "jobs=%zu items=%zu", jobs_.size(), entries_.size());
@@ -464,7 +497,10 @@ class EpochPolicy final : public Policy {
     uint64_t last_tick = 0;
     std::list<Key> read;     // cached items this job read last, oldest first
     std::list<Key> fetched;  // cached items prefetched for it and not read yet, oldest first
-    std::list<Key>::iterator current;  // first of `read` read this epoch, or read.end()
+    std::list<Key>::iterator current;            // first of `read` read this epoch, or read.end()
+    bool hinted = false;                         // it declared its reads at least once
+    std::unordered_map<Key, uint32_t> declared;  // declared and not read since (counts)
+    bool finished = false;                       // read all it declared, then another job declared
   };
 
   static constexpr double kRetireFraction = 0.5;
@@ -478,10 +514,14 @@ class EpochPolicy final : public Policy {
     return it->second;
   }
   bool Retired(const Job& job) const {
+    if (job.finished) return true;
     const uint64_t span =
         job.last_epoch_len != 0 ? job.last_epoch_len : job.last_tick - job.first_tick;
+    // A job that declared reads it has not made yet may wait as long as others take to make
+    // as many (it may not have started); a job that died with declarations pending still goes.
     return static_cast<double>(tick_ - job.last_tick) >
-           std::max(1.0, kRetireFraction * static_cast<double>(span));
+           std::max({1.0, kRetireFraction * static_cast<double>(span),
+                     static_cast<double>(job.declared.size())});
   }
   void Link(Key key, Entry& e, uint32_t job_id, bool fetched) {
     Job& job = JobFor(job_id);
@@ -548,6 +588,9 @@ class NeuralPolicy final : public Policy {
   void OnRemove(Key key) override {
     --cached_;
     for (auto& e : experts_) e->OnRemove(key);
+  }
+  void OnHint(uint32_t job, std::span<const Key> next, bool replace) override {
+    for (auto& e : experts_) e->OnHint(job, next, replace);
   }
   std::optional<Key> Victim(const Request& incoming) override {
     std::optional<Key> choice[2];

@@ -53,6 +53,9 @@ struct Harness {
     return out;
   }
   bool Prefetch(Key key, uint32_t job = 0) { return cache.Insert(Req(key, job), &evicted); }
+  void Declare(const std::vector<Key>& keys, uint32_t job) {
+    cache.policy().OnHint(job, keys, /*replace=*/true);
+  }
 
   Cache cache;
   std::vector<Key> evicted;
@@ -127,6 +130,30 @@ TEST(EpochTest, NewRunReclaimsTheFinishedRunsItems) {
   EXPECT_EQ(h.Read({5, 6, 7, 8}, /*job=*/8), "bbaa");
   EXPECT_EQ(h.evicted, (Keys{1, 2}));
   EXPECT_EQ(h.Read({5, 6, 7, 8}, /*job=*/8), "bbhh");  // job 8's own epoch pins again
+}
+
+TEST(EpochTest, DeclaredRunTakesOverTheSharedItemsAtOnce) {
+  Harness h("epoch", 4);
+  for (int epoch = 0; epoch < 2; ++epoch) {
+    h.Declare({1, 2, 3, 4}, /*job=*/7);
+    EXPECT_EQ(h.Read({1, 2, 3, 4}, /*job=*/7), epoch == 0 ? "aaaa" : "hhhh");
+  }
+  // Job 7 read all it declared; job 8 declares a subset sharing 3 and 4. Job 7's other items
+  // die at once (without hints they waited half an epoch: NewRunReclaims...), the shared ones
+  // are job 8's.
+  h.Declare({5, 6, 3, 4}, /*job=*/8);
+  EXPECT_EQ(h.Read({5, 6, 3, 4}, /*job=*/8), "aahh");
+  EXPECT_EQ(h.evicted, (Keys{1, 2}));
+}
+
+TEST(EpochTest, DeclaredItemsWaitForAJobThatHasNotStarted) {
+  Harness h("epoch", 2);
+  EXPECT_EQ(h.Read({1, 2}, /*job=*/7), "aa");
+  h.Declare({1, 2}, /*job=*/8);
+  // Job 7 is idle past half its epoch, but job 8 said it reads 1 and 2: they stay for as
+  // many reads as job 8 declared.
+  EXPECT_EQ(h.Read({3, 4}, /*job=*/9), "bb");
+  EXPECT_EQ(h.Read({1, 2}, /*job=*/8), "hh");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -316,6 +343,41 @@ TEST(W2Test, WholeSubsetNoWorseThanS3Fifo) {
     const auto reads = W2(kW2Universe, overlap, 5, 5);
     auto s = Row("W2 1.0x overlap " + std::to_string(overlap).substr(0, 3), reads, kW2Subset);
     EXPECT_GE(s["neural"].hit_ratio, s["s3fifo"].hit_ratio - 0.03) << "overlap " << overlap;
+  }
+}
+
+// The same runs when every job declares, at each epoch's start, that epoch's order and the
+// next's (a HintingSampler): the new run's declaration tells which of the old run's items are
+// shared, so the hand-over costs only the new items, as it does for Belady.
+TEST(W2Test, DeclaredOrdersReachBelady) {
+  for (double overlap : {0.7, 0.3}) {
+    const auto reads = W2(kW2Universe, overlap, 5, 5);
+    for (uint64_t capacity : {kW2Subset / 2, kW2Subset}) {
+      const Score belady = Replay("belady", reads, capacity);
+      Cache cache(capacity, MakePolicy("neural", capacity, /*seed=*/5));
+      Score hinted;
+      uint64_t hits = 0;
+      for (size_t i = 0; i < reads.size(); ++i) {
+        if (i % kW2Subset == 0) {  // an epoch starts
+          std::vector<Key> next;
+          for (size_t j = i; j < std::min(reads.size(), i + 2 * kW2Subset); ++j) {
+            if (reads[j].job == reads[i].job) next.push_back(reads[j].item.key);
+          }
+          cache.policy().OnHint(reads[i].job, next, /*replace=*/true);
+        }
+        if (cache.Read(reads[i], nullptr) == Outcome::kHit) {
+          ++hits;
+        } else {
+          hinted.miss_bytes += reads[i].item.size;
+        }
+      }
+      hinted.hit_ratio = static_cast<double>(hits) / static_cast<double>(reads.size());
+      std::printf("W2 %.1fx overlap %.1f: neural+hints %.3f (misses %.3f x Belady's)\n",
+                  static_cast<double>(capacity) / kW2Subset, overlap, hinted.hit_ratio,
+                  static_cast<double>(hinted.miss_bytes) / static_cast<double>(belady.miss_bytes));
+      EXPECT_GE(hinted.hit_ratio, 0.9 * belady.hit_ratio) << overlap << " " << capacity;
+      EXPECT_LE(hinted.miss_bytes, 1.1 * belady.miss_bytes) << overlap << " " << capacity;
+    }
   }
 }
 

@@ -422,15 +422,18 @@ class Simulator {
         any = true;
       }
     }
-    ensemble_->AddHint(hint);
+    if (ensemble_ != nullptr) ensemble_->AddHint(hint);
+    std::vector<Key> keys;
+    keys.reserve(hint.next.size());
+    for (const Item& item : hint.next) keys.push_back(item.key);
+    cache_->policy().OnHint(hint.job, keys, hint.replace);
   }
 
   void Issue(uint32_t s, size_t k, int64_t t) {
     const Stream& st = p_.streams[s];
     StreamState& ss = stream_state_[s];
     const Batch& batch = st.batches[k];
-    if (config_.hints && ensemble_ != nullptr && !batch.val &&
-        (k == 0 || st.batches[k - 1].epoch != batch.epoch)) {
+    if (config_.hints && !batch.val && (k == 0 || st.batches[k - 1].epoch != batch.epoch)) {
       SendHint(s, st, k);  // the rank declares its epoch order (and the next epoch's)
     }
     PhaseStats& phase = batch.epoch == 0 ? result_.first : result_.steady;
@@ -761,7 +764,16 @@ Result<std::vector<SimConfig>> BuildConfigs(const PreparedTrace& trace, const st
   if (std::find(names.begin(), names.end(), "lru") == names.end())
     names.insert(names.begin(), "lru");
   if (std::find(names.begin(), names.end(), "belady") == names.end()) names.push_back("belady");
-  for (const std::string& n : names) out.push_back(demand(n));
+  for (const std::string& n : names) {
+    out.push_back(demand(n));
+    if (n == "neural") {
+      // NeuralCache as a spoke runs it when the job sends its sampler's order: eviction that
+      // knows each rank's epoch order, still without prefetching.
+      out.push_back(demand(n));
+      out.back().label = "neural+hints";
+      out.back().hints = true;
+    }
+  }
 
   if (std::find(PolicyNames().begin(), PolicyNames().end(), prefetch_policy) ==
       PolicyNames().end()) {

@@ -45,7 +45,9 @@ struct SimConfig {
   uint64_t capacity_bytes = 0;
   PrefetchMode prefetch = PrefetchMode::kNone;
   std::vector<std::string> experts;
-  bool hints = false;  // "hint mode": each rank declares its epoch order at the epoch's start
+  // "Hint mode": each rank declares its epoch order at the epoch's start, to the ensemble and
+  // to the eviction policy.
+  bool hints = false;
 };
 
 // Reads, hits and time of one phase: the first epoch of each run, or the later ("steady") ones.

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "cache/cache.h"
@@ -289,7 +290,13 @@ TEST(Simulator, BuildConfigsRejectsUnknownNames) {
   EXPECT_FALSE(BuildConfigs(*p, "lru", "none", "belady", 1).ok());
   Result<std::vector<SimConfig>> all = BuildConfigs(*p, "all", "none", "neural", 1);
   ASSERT_TRUE(all.ok());
-  EXPECT_EQ(all->size(), PolicyNames().size());
+  ASSERT_EQ(all->size(), PolicyNames().size() + 1);  // and neural+hints
+  const auto hinted = std::find_if(all->begin(), all->end(),
+                                   [](const SimConfig& c) { return c.label == "neural+hints"; });
+  ASSERT_NE(hinted, all->end());
+  EXPECT_TRUE(hinted->hints);
+  EXPECT_EQ(hinted->policy, "neural");
+  EXPECT_EQ(hinted->prefetch, PrefetchMode::kNone);
 }
 
 }  // namespace

@@ -340,7 +340,9 @@ void AddCacheSimCommands(CLI::App& app, std::function<int(CommandEnv&)>& action)
                   "What a percentage is of: run (mean bytes one run reads) or trace (all "
                   "distinct bytes read)")
       ->capture_default_str();
-  sim->add_option("--policy", sargs->policies, "Comma-separated eviction policies, or all")
+  sim->add_option("--policy", sargs->policies,
+                  "Comma-separated eviction policies, or all; neural also runs as neural+hints "
+                  "(ranks declare their epoch order)")
       ->capture_default_str();
   sim->add_option("--prefetch", sargs->prefetch,
                   "none; all (every expert, with hints); experts (hints,epoch,readahead,\n"

@@ -204,9 +204,6 @@ class NeuralCacheImpl final : public NeuralCache {
   }
 
   Result<HintResult> Hint(const HintRequest& hint) override {
-    if (!ensemble_) {
-      return FailedPrecondition("prefetching is off on this spoke (started with --prefetch none)");
-    }
     if (hint.world_size == 0 || hint.rank >= hint.world_size) {
       return InvalidArgument("rank must be below world_size, and world_size at least 1");
     }
@@ -262,7 +259,12 @@ class NeuralCacheImpl final : public NeuralCache {
         for (const Item& item : catalog_.ItemsOfFile(*file)) declared.next.push_back(item);
       }
       result.accepted = declared.next.size();
-      ensemble_->AddHint(declared);
+      // Eviction uses the declared order even when prefetching is off.
+      std::vector<cache::Key> keys;
+      keys.reserve(declared.next.size());
+      for (const Item& item : declared.next) keys.push_back(item.key);
+      cache_.policy().OnHint(declared.job, keys, declared.replace);
+      if (ensemble_) ensemble_->AddHint(declared);
       wake_ = true;
     }
     plan_cv_.notify_one();

@@ -48,6 +48,9 @@ constexpr size_t kUpdateEvery = 32;       // new verdicts between Hedge steps
 constexpr size_t kEtaWindow = 1024;       // verdicts of issued predictions per η step
 constexpr int kEtaPatience = 10;
 constexpr double kWeightFloor = 0.01;
+// A prediction this sure, due within the lead window, is fetched in deadline order rather
+// than by stall saved per byte: all of them are needed, and the nearest first.
+constexpr double kDueProbability = 0.5;
 constexpr double kRetireHysteresis = 0.05;
 constexpr double kMinHorizonS = 2.0;
 constexpr double kMaxHorizonS = 3600.0;
@@ -354,9 +357,11 @@ std::vector<Candidate> Ensemble::Plan(int64_t now_ns, const std::function<bool(K
     m.experts |= uint64_t{1} << c.expert;
   }
 
-  // Score: Σ w·p × stall saved per byte, discounted beyond the lead window.
+  // Score: Σ w·p × stall saved per byte, discounted beyond the lead window. Sure predictions
+  // inside the window come first, soonest first (earliest deadline first).
   struct Ranked {
     double score;
+    bool due;  // needed within the lead window: fetched in deadline order
     const State::Merged* m;
   };
   std::vector<Ranked> ranked;
@@ -368,9 +373,12 @@ std::vector<Candidate> Ensemble::Plan(int64_t now_ns, const std::function<bool(K
     const double fetch_s = s.options.rtt_s + size / bw;
     const double lead = fetch_s + s.options.lead_s;
     const double discount = m.best.eta_s <= lead ? 1.0 : lead / m.best.eta_s;
-    ranked.push_back(Ranked{m.wp * fetch_s / size * discount, &m});
+    ranked.push_back(Ranked{m.wp * fetch_s / size * discount,
+                            m.best.eta_s <= lead && m.best.probability >= kDueProbability, &m});
   }
   std::sort(ranked.begin(), ranked.end(), [](const Ranked& a, const Ranked& b) {
+    if (a.due != b.due) return a.due;
+    if (a.due && a.m->best.eta_s != b.m->best.eta_s) return a.m->best.eta_s < b.m->best.eta_s;
     if (a.score != b.score) return a.score > b.score;
     if (a.m->best.eta_s != b.m->best.eta_s) return a.m->best.eta_s < b.m->best.eta_s;
     return a.m->best.item.key < b.m->best.item.key;
@@ -384,8 +392,16 @@ std::vector<Candidate> Ensemble::Plan(int64_t now_ns, const std::function<bool(K
     if (s.in_flight_bytes >= budget || planned >= max_bytes) break;
     const Candidate& c = r.m->best;
     const uint64_t bytes = c.item.size;
-    if (s.in_flight_bytes + bytes > budget && s.in_flight_bytes != 0) continue;
-    if (planned + bytes > max_bytes) continue;
+    // A due item that does not fit keeps its place: the room it waits for must not go to
+    // later, smaller items, or a large file is passed over until it is read (a miss).
+    if (s.in_flight_bytes + bytes > budget && s.in_flight_bytes != 0) {
+      if (r.due) break;
+      continue;
+    }
+    if (planned + bytes > max_bytes) {
+      if (r.due) break;
+      continue;
+    }
     planned += bytes;
     s.in_flight[c.item.key] = bytes;
     s.in_flight_bytes += bytes;

@@ -347,6 +347,34 @@ TEST(Ensemble, SmallFilesOutrankBigOnesAtEqualProbability) {
   EXPECT_EQ(plan[5].item.size, kBlockBytes);
 }
 
+// Sure predictions due within the lead window go nearest first, whatever their size, and one
+// that does not fit the room keeps its place instead of letting later, smaller items past.
+TEST(Ensemble, SurePredictionsDueSoonGoInDeadlineOrder) {
+  OneExpert f;
+  const uint64_t kBig = 3'000'000;
+  f.next->push_back(Cand(MakeItem(1, 0, 1, 4096), 0.9, 0.01));
+  f.next->push_back(Cand(MakeItem(2, 0, 1, kBig), 0.9, 0.02));
+  f.next->push_back(Cand(MakeItem(3, 0, 1, 4096), 0.9, 0.03));
+  f.next->push_back(Cand(MakeItem(4, 0, 1, 4096), 0.3, 0.005));  // a guess: ranked per byte
+  f.next->push_back(Cand(MakeItem(5, 0, 1, 4096), 0.9, 5.0));    // sure, but not due yet
+  auto never = [](Key) { return false; };
+  std::vector<Candidate> plan = f.ens->Plan(0, never);
+  std::vector<uint64_t> files;
+  for (const Candidate& c : plan) files.push_back(c.item.file);
+  EXPECT_EQ(files, (std::vector<uint64_t>{1, 2, 3, 4, 5}));
+
+  // Room for the first small item and not the big one: the plan stops there.
+  OneExpert g;
+  *g.next = {Cand(MakeItem(1, 0, 1, 4096), 0.9, 0.01), Cand(MakeItem(2, 0, 1, kBig), 0.9, 0.02),
+             Cand(MakeItem(3, 0, 1, 4096), 0.9, 0.03)};
+  plan = g.ens->Plan(0, never, /*max_bytes=*/kBig);
+  ASSERT_EQ(plan.size(), 1u);
+  EXPECT_EQ(plan[0].item.file, 1u);
+  plan = g.ens->Plan(kMs, never, /*max_bytes=*/kBig);
+  ASSERT_EQ(plan.size(), 1u);
+  EXPECT_EQ(plan[0].item.file, 2u);
+}
+
 // Drives a stream of reads of fresh items: `good` predicts the next reads, `bad` predicts items
 // never read, unless `bad_turns_good`.
 struct TwoExperts {

@@ -306,7 +306,9 @@ class NeuralCacheImpl final : public NeuralCache {
                      {"bytes_prefetched", s.bytes_prefetched},
                      {"bytes_wasted", s.bytes_wasted},
                      {"useful", s.prefetches_useful},
-                     {"late", s.prefetches_late},
+                     // Reads that waited for their prefetch to land (the ensemble observes
+                     // them after the wait, so its own count stays 0 here).
+                     {"late", late_waits_},
                      {"failed", prefetch_failures_},
                      {"hints_override", s.hints_override},
                      {"staging_bytes", staging_bytes_ == UINT64_MAX ? 0 : staging_bytes_},

@@ -642,6 +642,9 @@ TEST_F(NeuralCacheTest, HintedFilesArriveBeforeTheyAreReadAndReadsMoveNothing) {
   uint64_t bytes = 0;
   for (const std::string& p : order) bytes += contents_[p].size();
   EXPECT_GE(WaitForPrefetched(*neural, bytes), bytes);
+  // The cache was cold: they went straight into the policy's free room, not into staging.
+  EXPECT_EQ(neural->StatsJson()["items"].get<uint64_t>(), 20u);
+  EXPECT_EQ(neural->StatsJson()["prefetch"]["staged_bytes"].get<uint64_t>(), 0u);
 
   // Reading them now (as the hinted job) moves no chunk: all arrived ahead.
   const uint64_t fetched = (*spoke)->Stats().chunks_fetched;
@@ -672,28 +675,32 @@ TEST_F(NeuralCacheTest, HintedFilesArriveBeforeTheyAreReadAndReadsMoveNothing) {
 }
 
 TEST_F(NeuralCacheTest, PrefetchesNobodyReadsLeaveStaging) {
-  std::vector<std::string> paths = MakeDataset(6);
+  std::vector<std::string> paths = MakeDataset(20);
   PortalVolumeOptions options;
-  options.cache_bytes = 64 << 20;
+  options.cache_bytes = 1 << 20;  // the policy keeps 733,950 bytes, staging 157,275
   NeuralCacheOptions neural;
   neural.experts = {"hints"};
   neural.staged_ttl = milliseconds(200);
   options.neural_cache = neural;
   auto spoke = OpenSpoke(hub_.url(), {"/data"}, nullptr, options);
   ASSERT_TRUE(spoke.ok()) << spoke.status().ToString();
+  // Another job's reads fill the policy's room (files 0-15: 700,000 bytes), so prefetches
+  // land in staging.
+  for (size_t i = 0; i < 16; ++i) EXPECT_EQ(*Get(**spoke, paths[i]), contents_[paths[i]]);
   HintRequest hint;
+  hint.job = "job-2";
   hint.dataset = "/data/train";
-  hint.paths = paths;
+  hint.paths.assign(paths.begin() + 16, paths.end());
   ASSERT_TRUE((*spoke)->neural_cache()->Hint(hint).ok());
   // Never read: after the TTL they are dropped as waste, so their room is free again (the
   // still-declared order may fetch them again, until its job counts as idle).
   nlohmann::json prefetch;
   for (int i = 0; i < 500; ++i) {
     prefetch = (*spoke)->neural_cache()->StatsJson()["prefetch"];
-    if (prefetch["staging_drops"].get<uint64_t>() >= paths.size()) break;
+    if (prefetch["staging_drops"].get<uint64_t>() >= hint.paths.size()) break;
     std::this_thread::sleep_for(milliseconds(10));
   }
-  EXPECT_GE(prefetch["staging_drops"].get<uint64_t>(), paths.size()) << prefetch.dump();
+  EXPECT_GE(prefetch["staging_drops"].get<uint64_t>(), hint.paths.size()) << prefetch.dump();
   EXPECT_GT(prefetch["bytes_wasted"].get<uint64_t>(), 0u);
   EXPECT_LE(prefetch["staged_bytes"].get<uint64_t>(), prefetch["staging_bytes"].get<uint64_t>());
 }

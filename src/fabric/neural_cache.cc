@@ -20,6 +20,10 @@ namespace weft::fabric {
 
 namespace {
 
+uint64_t SaturatingAdd(uint64_t a, uint64_t b) {
+  return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
 using cache::Item;
 using cache::Key;
 using json = nlohmann::json;
@@ -439,14 +443,22 @@ class NeuralCacheImpl final : public NeuralCache {
         lock.lock();
         if (stop_) break;
       }
-      // Prefetches land in staging: plan no more than it can take.
-      if (staged_bytes_ + in_flight_bytes_ >= staging_bytes_) continue;
+      // Prefetches land in the policy's free room, else in staging: plan no more than both
+      // can take.
+      const uint64_t room =
+          SaturatingAdd(staging_bytes_, cache_.capacity_bytes() - cache_.used_bytes());
+      if (staged_bytes_ + in_flight_bytes_ >= room) continue;
+      // Plan in batches: a read frees one item's room, and planning for it alone would send
+      // one small fetch per read (a round trip and a hub request each) and run Plan per read.
+      if (in_flight_bytes_ > 0 && room - staged_bytes_ - in_flight_bytes_ < kMinPlanBytes) {
+        continue;
+      }
       std::vector<cache::Candidate> plan = ensemble_->Plan(
           NowNs(),
           [&](Key k) {
             return cache_.Contains(k) || in_flight_.contains(k) || staged_.contains(k);
           },
-          staging_bytes_ - staged_bytes_ - in_flight_bytes_);
+          room - staged_bytes_ - in_flight_bytes_);
       for (const cache::Candidate& c : plan) {
         if (catalog_.Find(c.item.file) == nullptr) {
           ensemble_->Landed(c.item.key, c.item.size, false);
@@ -508,6 +520,21 @@ class NeuralCacheImpl final : public NeuralCache {
       to_release->insert(to_release->end(), ids->begin(), ids->end());
       return;
     }
+    // While the policy has free room (a cold cache: the first epoch), a prefetch is admitted
+    // into it, which evicts nothing; the lead the prefetcher may keep is then the policy's
+    // room and staging together, not staging alone.
+    if (cache_.used_bytes() + c.item.size <= cache_.capacity_bytes()) {
+      cache::Request arrival;
+      arrival.item = c.item;
+      arrival.job = c.job;
+      arrival.time_ns = NowNs();
+      std::vector<Key> evicted;
+      if (cache_.Insert(arrival, &evicted)) {
+        held_.emplace(c.item.key, std::move(*ids));
+        return;
+      }
+      DropLocked(evicted, to_release);
+    }
     // Staged, not admitted: the policy's pinned items stay (research/anchors-cache.md §5b:
     // refetching a pinned item only adds WAN bytes). The oldest staged go first.
     staged_order_.emplace(next_stage_, c.item.key);
@@ -551,6 +578,7 @@ class NeuralCacheImpl final : public NeuralCache {
   static constexpr size_t kRecentlyRead = 64;
   // One fetcher's batch.
   static constexpr size_t kBatchItems = 64;
+  static constexpr uint64_t kMinPlanBytes = 2 << 20;
   static constexpr uint64_t kBatchBytes = 4 << 20;
   std::deque<std::vector<ChunkId>> recently_read_;                  // GUARDED_BY(mu_)
   std::deque<cache::Candidate> queue_;                              // GUARDED_BY(mu_)

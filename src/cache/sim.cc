@@ -234,6 +234,8 @@ struct PrefetchRecord {
   Item item;
   int64_t land_ns = 0;
   bool via_ensemble = false;
+  uint32_t job = 0;
+  int64_t next_use = 0;
 };
 
 struct PrefetchState {
@@ -555,7 +557,7 @@ class Simulator {
     }
   }
 
-  void Land(size_t record, int64_t /*t*/) {
+  void Land(size_t record, int64_t t) {
     const PrefetchRecord& pr = records_[record];
     prefetch_inflight_bytes_ -= pr.item.size;
     if (pr.via_ensemble && ensemble_ != nullptr) ensemble_->Landed(pr.item.key, pr.item.size, true);
@@ -566,6 +568,23 @@ class Simulator {
     if (it != staging_inflight_.end()) staging_inflight_.erase(it);
     // Read on its way here (the read handed it to the policy), or held already: not staged.
     if (taken || cache_->Contains(key) || staged_.count(key) != 0) return;
+    // While the policy's share has free room (a cold cache), the spoke admits a landed
+    // prefetch into it, evicting nothing; staging takes the rest.
+    if (cache_->used_bytes() + pr.item.size <= cache_->capacity_bytes()) {
+      Request req;
+      req.item = pr.item;
+      req.job = pr.job;
+      req.time_ns = t;
+      req.prefetch = true;
+      req.next_use = pr.next_use;
+      if (cache_->Insert(req, &evicted_)) {
+        prefetched_[key] = PrefetchState{pr.land_ns, false};
+        prefetch_size_[key] = pr.item.size;
+        HandleEvicted(t);
+        return;
+      }
+      HandleEvicted(t);
+    }
     staged_order_.emplace(next_stage_, key);
     staged_.emplace(key, StagedItem{pr.item.size, next_stage_++});
     staged_bytes_ += pr.item.size;
@@ -591,10 +610,12 @@ class Simulator {
     staged_.erase(it);
   }
 
-  // Room left for prefetches: staging less what is staged and what is on its way.
+  // Room left for prefetches: staging and the policy's free room, less what is staged and
+  // what is on its way.
   uint64_t StagingRoom() const {
     const uint64_t used = staged_bytes_ + prefetch_inflight_bytes_;
-    return used >= staging_bytes_ ? 0 : staging_bytes_ - used;
+    const uint64_t room = staging_bytes_ + (cache_->capacity_bytes() - cache_->used_bytes());
+    return used >= room ? 0 : room - used;
   }
 
   // Fetches `item` ahead of its read; false if the cache would not admit it.
@@ -622,7 +643,7 @@ class Simulator {
     result_.wan_prefetch_bytes += item.size;
     ++result_.prefetch_issued;
     prefetch_inflight_bytes_ += item.size;
-    records_.push_back(PrefetchRecord{item, land, via_ensemble});
+    records_.push_back(PrefetchRecord{item, land, via_ensemble, job, next_use});
     Push(land, EventType::kLand, 0, records_.size() - 1);
     return true;
   }

@@ -261,15 +261,16 @@ TEST(Simulator, PrefetchesLandInStagingAndNeverEvictPinnedItems) {
 TEST(Simulator, AFullStagingAreaStopsPlanningAndUnreadItemsAreWaste) {
   // Ten 1 MB files in one directory; the job reads three of them. The directory expert
   // prefetches its neighbours; at most S = 2 MB of them (staged unread + in flight) at once,
-  // so at most two unread items are ever fetched, and they are the waste.
+  // so at most two unread items are ever fetched, and they are the waste. (The policy's share,
+  // 0.5 MB, has no room for a 1 MB prefetch.)
   auto p = Prepare(HandTrace(std::vector<uint64_t>(10, 1'000'000), {{0, 1, 2}}, 1, 2'000'000'000));
   SimConfig c;
   c.policy = "epoch";
   c.prefetch = PrefetchMode::kEnsemble;
   c.experts = {"dir"};
-  c.capacity_bytes = 10'000'000;
+  c.capacity_bytes = 2'500'000;
   SimOptions o = SlowLink();
-  o.staging_fraction = 0.2;
+  o.staging_fraction = 0.8;
   const SimResult r = Replay(*p, c, o);
   const SimResult again = Replay(*p, c, o);
   EXPECT_EQ(r.staging_bytes, 2'000'000u);
@@ -281,6 +282,17 @@ TEST(Simulator, AFullStagingAreaStopsPlanningAndUnreadItemsAreWaste) {
   EXPECT_EQ(r.all.hits, again.all.hits);
   EXPECT_EQ(r.all.stall_s, again.all.stall_s);
   EXPECT_EQ(r.prefetch_issued, again.prefetch_issued);
+
+  // A cold cache with room in the policy's share: prefetches go there too (evicting
+  // nothing), so the prefetcher runs further ahead than staging alone allows.
+  c.capacity_bytes = 10'000'000;
+  o.staging_fraction = 0.2;
+  const SimResult roomy = Replay(*p, c, o);
+  EXPECT_EQ(roomy.staging_bytes, 2'000'000u);
+  EXPECT_GT(roomy.prefetch_issued, r.prefetch_issued);
+  EXPECT_EQ(roomy.wan_prefetch_bytes, roomy.prefetch_issued * 1'000'000);
+  EXPECT_EQ(roomy.prefetch_wasted_bytes,
+            (roomy.prefetch_issued - roomy.prefetch_useful) * 1'000'000);
 }
 
 TEST(Simulator, BuildConfigsRejectsUnknownNames) {

@@ -621,18 +621,28 @@ class Simulator {
   // Fetches `item` ahead of its read; false if the cache would not admit it.
   bool StartPrefetch(const Item& item, uint32_t job, int64_t next_use, int64_t now,
                      bool via_ensemble) {
+    if (!AdmitPrefetch(item, job, next_use, now)) return false;
+    Launched(item, job, next_use, link_.Fetch(now, item.size), via_ensemble);
+    return true;
+  }
+
+  // Without staging a prefetch enters the policy's capacity before it is fetched; false if
+  // the policy refuses it.
+  bool AdmitPrefetch(const Item& item, uint32_t job, int64_t next_use, int64_t now) {
+    if (staging_bytes_ != 0) return true;
     Request req;
     req.item = item;
     req.job = job;
     req.time_ns = now;
     req.prefetch = true;
     req.next_use = next_use;
-    if (staging_bytes_ == 0) {
-      const bool admitted = cache_->Insert(req, &evicted_);
-      HandleEvicted(now);
-      if (!admitted) return false;
-    }
-    const int64_t land = link_.Fetch(now, item.size);
+    const bool admitted = cache_->Insert(req, &evicted_);
+    HandleEvicted(now);
+    return admitted;
+  }
+
+  // Records a prefetch of `item` on its way, landing at `land`.
+  void Launched(const Item& item, uint32_t job, int64_t next_use, int64_t land, bool via_ensemble) {
     if (staging_bytes_ == 0) {
       inflight_[item.key] = land;
       prefetched_[item.key] = PrefetchState{land, false};
@@ -645,7 +655,6 @@ class Simulator {
     prefetch_inflight_bytes_ += item.size;
     records_.push_back(PrefetchRecord{item, land, via_ensemble, job, next_use});
     Push(land, EventType::kLand, 0, records_.size() - 1);
-    return true;
   }
 
   // Needs no prefetch: held, staged, or a prefetch of it is on its way.
@@ -660,12 +669,30 @@ class Simulator {
     if (config_.prefetch == PrefetchMode::kEnsemble) {
       const std::vector<Candidate> plan = ensemble_->Plan(
           now, [this](Key key) { return Cached(key); }, staging ? StagingRoom() : UINT64_MAX);
+      // The plan moves in batches, each one request (a round trip, then its bytes), and
+      // every item of a batch lands when the batch does, as a spoke's fetchers move them.
+      std::vector<const Candidate*> batch;
+      uint64_t batch_bytes = 0;
+      auto send = [&] {
+        if (batch.empty()) return;
+        const int64_t land = link_.Fetch(now, batch_bytes);
+        for (const Candidate* c : batch) Launched(c->item, c->job, kNever, land, true);
+        batch.clear();
+        batch_bytes = 0;
+      };
       for (const Candidate& c : plan) {
-        if (Cached(c.item.key) ||
-            !StartPrefetch(c.item, c.job, kNever, now, /*via_ensemble=*/true)) {
+        if (Cached(c.item.key) || !AdmitPrefetch(c.item, c.job, kNever, now)) {
           ensemble_->Landed(c.item.key, c.item.size, false);
+          continue;
         }
+        if (!batch.empty() && (batch.size() >= options_.prefetch_batch_items ||
+                               batch_bytes + c.item.size > options_.prefetch_batch_bytes)) {
+          send();
+        }
+        batch.push_back(&c);
+        batch_bytes += c.item.size;
       }
+      send();
     } else if (config_.prefetch == PrefetchMode::kClairvoyant) {
       // The trace's next reads in order, while the budget allows; stop at the first the cache
       // refuses (Belady keeps everything it holds for sooner), and retry at the next event.

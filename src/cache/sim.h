@@ -30,6 +30,10 @@ struct SimOptions {
   // have nothing to stage and give the policy all of it. 0: prefetches go through
   // Cache::Insert into the policy's capacity (the old model, for comparison). In [0, 1).
   double staging_fraction = 0.2;
+  // The ensemble's prefetches move as a spoke's fetchers move them: up to this many items and
+  // bytes per request, one round trip each. 1 item: one request per item.
+  uint32_t prefetch_batch_items = 64;
+  uint64_t prefetch_batch_bytes = 4 << 20;
   uint64_t seed = 1;  // for policies with random choices
 };
 

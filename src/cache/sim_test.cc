@@ -258,6 +258,30 @@ TEST(Simulator, PrefetchesLandInStagingAndNeverEvictPinnedItems) {
   EXPECT_EQ(d.steady.hits, 2u);  // f0, f1; f2 is new in epoch 1
 }
 
+TEST(Simulator, PrefetchesMoveInBatchesOfOneRoundTrip) {
+  // Twenty 10 KB files, read in two epochs of batches of one, 10 ms of compute each; the
+  // hints expert declares each epoch's order. On a 50 ms link with two connections, one
+  // request per item moves 10 KB per 30 ms; batches of up to 64 items move them at once.
+  std::vector<uint64_t> order(20);
+  for (uint64_t i = 0; i < order.size(); ++i) order[i] = i;
+  auto p = Prepare(HandTrace(std::vector<uint64_t>(20, 10'000), {order, order}, 1, 10'000'000));
+  SimConfig c;
+  c.policy = "epoch";
+  c.prefetch = PrefetchMode::kEnsemble;
+  c.experts = {"hints"};
+  c.hints = true;
+  c.capacity_bytes = 10'000'000;
+  SimOptions o = SlowLink();
+  o.loader_batches = 1;
+  o.prefetch_batch_items = 1;
+  const SimResult single = Replay(*p, c, o);
+  o.prefetch_batch_items = 64;
+  const SimResult batched = Replay(*p, c, o);
+  EXPECT_EQ(batched.wan_bytes(), single.wan_bytes());
+  EXPECT_LT(batched.first.stall_s, single.first.stall_s);
+  EXPECT_GE(batched.first.hits, single.first.hits);
+}
+
 TEST(Simulator, AFullStagingAreaStopsPlanningAndUnreadItemsAreWaste) {
   // Ten 1 MB files in one directory; the job reads three of them. The directory expert
   // prefetches its neighbours; at most S = 2 MB of them (staged unread + in flight) at once,

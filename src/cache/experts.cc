@@ -175,7 +175,7 @@ class HintExpert final : public Expert {
     }
     for (const Item& item : hint.next) {
       if (job.seq.size() >= kMaxHintItems) break;
-      job.index[item.key] = job.base + job.seq.size();
+      job.index[item.key].push_back(job.base + job.seq.size());
       job.seq.push_back(Declared{item, false});
     }
   }
@@ -188,17 +188,30 @@ class HintExpert final : public Expert {
     if (job == nullptr) return;  // a job that never declared anything
     jobs_.Touch(read.job);
     job->rate.Tick(read.time_ns);
-    auto it = job->index.find(read.item.key);
-    const bool found =
-        it != job->index.end() && it->second >= job->base && !job->seq[it->second - job->base].read;
+    // An item declared more than once (two epochs declared at once) matches its earliest
+    // unread declaration.
+    size_t at = 0;
+    bool found = false;
+    if (auto it = job->index.find(read.item.key); it != job->index.end()) {
+      std::vector<uint64_t>& positions = it->second;
+      size_t first = 0;
+      while (first < positions.size() &&
+             (positions[first] < job->base || job->seq[positions[first] - job->base].read)) {
+        ++first;
+      }
+      if (first < positions.size()) {
+        found = true;
+        at = positions[first] - job->base;
+        ++first;
+      }
+      positions.erase(positions.begin(), positions.begin() + static_cast<ptrdiff_t>(first));
+      if (positions.empty()) job->index.erase(it);
+    }
     job->matches.Push(found);
     if (!found) return;
-    const size_t at = it->second - job->base;
     job->seq[at].read = true;
     for (size_t i = 0; i + kReorderWindow < at; ++i) job->seq[i].read = true;
     while (!job->seq.empty() && job->seq.front().read) {
-      auto front = job->index.find(job->seq.front().item.key);
-      if (front != job->index.end() && front->second == job->base) job->index.erase(front);
       job->seq.pop_front();
       ++job->base;
     }
@@ -247,9 +260,11 @@ class HintExpert final : public Expert {
     bool read = false;
   };
   struct Job {
-    std::deque<Declared> seq;                 // from the first unread declared item
-    uint64_t base = 0;                        // the position of seq.front() in all declared
-    std::unordered_map<Key, uint64_t> index;  // key -> position of its latest declaration
+    std::deque<Declared> seq;  // from the first unread declared item
+    uint64_t base = 0;         // the position of seq.front() in all declared
+    // key -> positions of its declarations not known to be read, ascending (stale ones are
+    // dropped when the key is next read)
+    std::unordered_map<Key, std::vector<uint64_t>> index;  // usually one or two
     ReadRate rate;
     int64_t declared_ns = -1;  // first proposal of a declared order nobody has read from yet
     internal::HitWindow matches{kMatchWindow};

@@ -114,6 +114,26 @@ TEST(HintExpert, ProposesDeclaredOrderAndAdvances) {
   EXPECT_EQ(Keys(ProposeAll(*e, 20 * kMs)), KeysOf(Files(200, 3)));
 }
 
+TEST(HintExpert, AnItemDeclaredTwiceMatchesItsFirstUnreadDeclaration) {
+  // Two epochs declared at once: the same items, the second epoch in another order.
+  auto e = MakeHintExpert();
+  const std::vector<Item> epoch0 = Files(0, 200);
+  std::vector<Item> both = epoch0;
+  both.insert(both.end(), epoch0.rbegin(), epoch0.rend());
+  e->OnHint(Hint{1, both, true});
+  for (size_t i = 0; i < 150; ++i) e->Observe(Read(epoch0[i], 1, i * kMs), false);
+  // Reads of epoch 0 consumed epoch 0's declarations, not epoch 1's: what comes next is the
+  // rest of epoch 0, then epoch 1 from its start; every read matched.
+  auto c = ProposeAll(*e, 150 * kMs, 52);
+  ASSERT_EQ(c.size(), 52u);
+  EXPECT_EQ(c[0].item.key, epoch0[150].key);
+  EXPECT_EQ(c[49].item.key, epoch0[199].key);
+  EXPECT_EQ(c[50].item.key, epoch0[199].key);  // epoch 1 starts with the last file
+  EXPECT_EQ(c[51].item.key, epoch0[198].key);
+  EXPECT_DOUBLE_EQ(c[0].probability, 1.0);
+  EXPECT_TRUE(e->Overrides(1));
+}
+
 TEST(HintExpert, ToleratesSmallReorderings) {
   auto e = MakeHintExpert();
   const std::vector<Item> items = Files(0, 20);

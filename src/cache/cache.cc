@@ -26,6 +26,12 @@ bool Cache::Insert(const Request& r, std::vector<Key>* evicted) {
   return Admit(arrival, evicted);
 }
 
+bool Cache::InsertIfRoom(const Request& r) {
+  if (r.item.size > free_bytes()) return false;
+  std::vector<Key> none;  // there is room: Admit evicts nothing
+  return Insert(r, &none);
+}
+
 void Cache::Erase(Key key) {
   auto it = items_.find(key);
   if (it == items_.end()) return;

@@ -6,7 +6,6 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
-#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -32,10 +31,9 @@ class Policy {
   // or nullopt to leave `incoming` out ("bypass") instead. Called until there is room, with
   // OnRemove(victim) in between.
   virtual std::optional<Key> Victim(const Request& incoming) = 0;
-  // `job` declared the items it reads next, in order (a sampler's epoch order; `replace`:
-  // instead of what it declared before, else in addition). A policy that knows future reads
-  // may use it; the default ignores it.
-  virtual void OnHint(uint32_t /*job*/, std::span<const Key> /*next*/, bool /*replace*/) {}
+  // A job declared the items it reads next (a sampler's epoch order). A policy that knows
+  // future reads may use it; the default ignores it.
+  virtual void OnHint(const Hint& /*hint*/) {}
   // One line of the policy's state for stats (an arbiter's weights, ARC's target split).
   virtual std::string Describe() const { return {}; }
 };
@@ -51,12 +49,16 @@ class Cache {
   Outcome Read(const Request& r, std::vector<Key>* evicted);
   // A prefetched item arrived; true if admitted. Not a read: no hit, no OnAccess.
   bool Insert(const Request& r, std::vector<Key>* evicted);
+  // A prefetched item arrived and is admitted only if it fits without evicting anything (a
+  // cold cache's free room); true if admitted.
+  bool InsertIfRoom(const Request& r);
   // The item is gone (its file changed at the hub, or the owner dropped it).
   void Erase(Key key);
 
   bool Contains(Key key) const { return items_.count(key) != 0; }
   uint64_t used_bytes() const { return used_; }
   uint64_t capacity_bytes() const { return capacity_; }
+  uint64_t free_bytes() const { return capacity_ - used_; }
   size_t size() const { return items_.size(); }
   Policy& policy() { return *policy_; }
   const Policy& policy() const { return *policy_; }

@@ -87,6 +87,20 @@ TEST(CacheTest, InsertIsAPrefetchAndNotARead) {
   EXPECT_EQ(p->log, "prefetch:1 hit:1 ");
 }
 
+TEST(CacheTest, InsertIfRoomNeverEvicts) {
+  auto owned = std::make_unique<ScriptedPolicy>();
+  ScriptedPolicy* p = owned.get();
+  Cache cache(3, std::move(owned));
+  EXPECT_TRUE(cache.InsertIfRoom(Req(1, 2)));
+  EXPECT_EQ(cache.free_bytes(), 1u);
+  EXPECT_FALSE(cache.InsertIfRoom(Req(2, 2)));  // would need an eviction: left out
+  EXPECT_TRUE(cache.Contains(1));
+  EXPECT_FALSE(cache.Contains(2));
+  EXPECT_TRUE(cache.InsertIfRoom(Req(3, 1)));
+  EXPECT_EQ(cache.free_bytes(), 0u);
+  EXPECT_EQ(p->log, "prefetch:1 prefetch:3 ");  // 2 never reached the policy
+}
+
 TEST(CacheTest, EraseTellsThePolicy) {
   auto owned = std::make_unique<ScriptedPolicy>();
   ScriptedPolicy* p = owned.get();

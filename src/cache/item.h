@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <vector>
 
 namespace weft::cache {
 
@@ -43,6 +44,15 @@ struct Request {
   // Only for offline policies (Belady MIN) and labelled "oracle" runs: the index in the trace
   // of the next read of this item, kNever if none. Online policies must ignore it.
   int64_t next_use = kNever;
+};
+
+// A job's declared future: the items it reads next, in order (resolved by the caller from the
+// paths it sent, or from seed, epoch, rank, world size and a manifest). Both the eviction
+// policy and the prefetch experts take it.
+struct Hint {
+  uint32_t job = 0;
+  std::vector<Item> next;
+  bool replace = true;  // false: append to what the job declared before
 };
 
 }  // namespace weft::cache

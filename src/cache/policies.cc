@@ -451,15 +451,17 @@ class EpochPolicy final : public Policy {
     }
     return best;
   }
-  void OnHint(uint32_t job_id, std::span<const Key> next, bool replace) override {
+  void OnHint(const Hint& hint) override {
+    const uint32_t job_id = hint.job;
     for (auto& [id, other] : jobs_) {
       if (id != job_id && other.hinted && other.declared.empty()) other.finished = true;
     }
     Job& job = JobFor(job_id);
-    if (replace) job.declared.clear();
+    if (hint.replace) job.declared.clear();
     job.hinted = true;
     job.finished = false;
-    for (Key key : next) {
+    for (const Item& item : hint.next) {
+      const Key key = item.key;
       ++job.declared[key];
       auto it = entries_.find(key);
       if (it == entries_.end()) continue;
@@ -589,8 +591,8 @@ class NeuralPolicy final : public Policy {
     --cached_;
     for (auto& e : experts_) e->OnRemove(key);
   }
-  void OnHint(uint32_t job, std::span<const Key> next, bool replace) override {
-    for (auto& e : experts_) e->OnHint(job, next, replace);
+  void OnHint(const Hint& hint) override {
+    for (auto& e : experts_) e->OnHint(hint);
   }
   std::optional<Key> Victim(const Request& incoming) override {
     std::optional<Key> choice[2];

@@ -54,7 +54,9 @@ struct Harness {
   }
   bool Prefetch(Key key, uint32_t job = 0) { return cache.Insert(Req(key, job), &evicted); }
   void Declare(const std::vector<Key>& keys, uint32_t job) {
-    cache.policy().OnHint(job, keys, /*replace=*/true);
+    Hint hint{job, {}, /*replace=*/true};
+    for (Key k : keys) hint.next.push_back(Req(k, job).item);
+    cache.policy().OnHint(hint);
   }
 
   Cache cache;
@@ -359,11 +361,11 @@ TEST(W2Test, DeclaredOrdersReachBelady) {
       uint64_t hits = 0;
       for (size_t i = 0; i < reads.size(); ++i) {
         if (i % kW2Subset == 0) {  // an epoch starts
-          std::vector<Key> next;
+          Hint hint{reads[i].job, {}, /*replace=*/true};
           for (size_t j = i; j < std::min(reads.size(), i + 2 * kW2Subset); ++j) {
-            if (reads[j].job == reads[i].job) next.push_back(reads[j].item.key);
+            if (reads[j].job == reads[i].job) hint.next.push_back(reads[j].item);
           }
-          cache.policy().OnHint(reads[i].job, next, /*replace=*/true);
+          cache.policy().OnHint(hint);
         }
         if (cache.Read(reads[i], nullptr) == Outcome::kHit) {
           ++hits;

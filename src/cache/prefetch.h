@@ -37,14 +37,6 @@ class Catalog {
   virtual std::vector<Item> ItemsOfFile(uint64_t file) const = 0;
 };
 
-// A job's declared future: the items it reads next, in order (resolved by the caller from the
-// paths it sent, or from seed, epoch, rank, world size and a manifest).
-struct Hint {
-  uint32_t job = 0;
-  std::vector<Item> next;
-  bool replace = true;  // false: append to what the job declared before
-};
-
 class Expert {
  public:
   virtual ~Expert() = default;

@@ -425,10 +425,7 @@ class Simulator {
       }
     }
     if (ensemble_ != nullptr) ensemble_->AddHint(hint);
-    std::vector<Key> keys;
-    keys.reserve(hint.next.size());
-    for (const Item& item : hint.next) keys.push_back(item.key);
-    cache_->policy().OnHint(hint.job, keys, hint.replace);
+    cache_->policy().OnHint(hint);
   }
 
   void Issue(uint32_t s, size_t k, int64_t t) {
@@ -570,20 +567,15 @@ class Simulator {
     if (taken || cache_->Contains(key) || staged_.count(key) != 0) return;
     // While the policy's share has free room (a cold cache), the spoke admits a landed
     // prefetch into it, evicting nothing; staging takes the rest.
-    if (cache_->used_bytes() + pr.item.size <= cache_->capacity_bytes()) {
-      Request req;
-      req.item = pr.item;
-      req.job = pr.job;
-      req.time_ns = t;
-      req.prefetch = true;
-      req.next_use = pr.next_use;
-      if (cache_->Insert(req, &evicted_)) {
-        prefetched_[key] = PrefetchState{pr.land_ns, false};
-        prefetch_size_[key] = pr.item.size;
-        HandleEvicted(t);
-        return;
-      }
-      HandleEvicted(t);
+    Request arrival;
+    arrival.item = pr.item;
+    arrival.job = pr.job;
+    arrival.time_ns = t;
+    arrival.next_use = pr.next_use;
+    if (cache_->InsertIfRoom(arrival)) {
+      prefetched_[key] = PrefetchState{pr.land_ns, false};
+      prefetch_size_[key] = pr.item.size;
+      return;
     }
     staged_order_.emplace(next_stage_, key);
     staged_.emplace(key, StagedItem{pr.item.size, next_stage_++});
@@ -614,7 +606,7 @@ class Simulator {
   // what is on its way.
   uint64_t StagingRoom() const {
     const uint64_t used = staged_bytes_ + prefetch_inflight_bytes_;
-    const uint64_t room = staging_bytes_ + (cache_->capacity_bytes() - cache_->used_bytes());
+    const uint64_t room = staging_bytes_ + cache_->free_bytes();
     return used >= room ? 0 : room - used;
   }
 

@@ -127,14 +127,13 @@ Result<std::string> DecodeRecord(std::string record, const ChunkId& id, const Lo
     return Corruption("record header disagrees with the index");
   }
   const ByteSpan stored = AsBytes(std::string_view(record).substr(kRecordHeaderSize));
-  std::string plain;
   if (header.codec == Codec::kRaw && stored.size() == header.raw_size) {
     if (ChunkId::Of(stored) == id) {
       record.erase(0, kRecordHeaderSize);
       return record;
     }
   } else {
-    WEFT_ASSIGN_OR_RETURN(plain, DecodeChunk(header.codec, stored, header.raw_size));
+    WEFT_ASSIGN_OR_RETURN(std::string plain, DecodeChunk(header.codec, stored, header.raw_size));
     if (ChunkId::Of(AsBytes(plain)) == id) return plain;
   }
   return Corruption("hash mismatch: stored bytes are not chunk " + id.ShortHex());

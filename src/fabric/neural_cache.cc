@@ -264,10 +264,7 @@ class NeuralCacheImpl final : public NeuralCache {
       }
       result.accepted = declared.next.size();
       // Eviction uses the declared order even when prefetching is off.
-      std::vector<cache::Key> keys;
-      keys.reserve(declared.next.size());
-      for (const Item& item : declared.next) keys.push_back(item.key);
-      cache_.policy().OnHint(declared.job, keys, declared.replace);
+      cache_.policy().OnHint(declared);
       if (ensemble_) ensemble_->AddHint(declared);
       wake_ = true;
     }
@@ -445,8 +442,7 @@ class NeuralCacheImpl final : public NeuralCache {
       }
       // Prefetches land in the policy's free room, else in staging: plan no more than both
       // can take.
-      const uint64_t room =
-          SaturatingAdd(staging_bytes_, cache_.capacity_bytes() - cache_.used_bytes());
+      const uint64_t room = SaturatingAdd(staging_bytes_, cache_.free_bytes());
       if (staged_bytes_ + in_flight_bytes_ >= room) continue;
       // Plan in batches: a read frees one item's room, and planning for it alone would send
       // one small fetch per read (a round trip and a hub request each) and run Plan per read.
@@ -523,17 +519,13 @@ class NeuralCacheImpl final : public NeuralCache {
     // While the policy has free room (a cold cache: the first epoch), a prefetch is admitted
     // into it, which evicts nothing; the lead the prefetcher may keep is then the policy's
     // room and staging together, not staging alone.
-    if (cache_.used_bytes() + c.item.size <= cache_.capacity_bytes()) {
-      cache::Request arrival;
-      arrival.item = c.item;
-      arrival.job = c.job;
-      arrival.time_ns = NowNs();
-      std::vector<Key> evicted;
-      if (cache_.Insert(arrival, &evicted)) {
-        held_.emplace(c.item.key, std::move(*ids));
-        return;
-      }
-      DropLocked(evicted, to_release);
+    cache::Request arrival;
+    arrival.item = c.item;
+    arrival.job = c.job;
+    arrival.time_ns = NowNs();
+    if (cache_.InsertIfRoom(arrival)) {
+      held_.emplace(c.item.key, std::move(*ids));
+      return;
     }
     // Staged, not admitted: the policy's pinned items stay (research/anchors-cache.md §5b:
     // refetching a pinned item only adds WAN bytes). The oldest staged go first.

@@ -1002,10 +1002,10 @@ class FuseMountImpl final : public FuseMount {
 
   static void OpOpen(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi) {
     FuseMountImpl* self = Self(req);
+    if (self->zero_open_) return (void)fuse_reply_err(req, ENOSYS);
     std::optional<std::string> path = self->PathOr(req, ino);
     if (!path) return;
     RequestContext ctx = self->ContextOf(req);
-    if (self->zero_open_) return (void)fuse_reply_err(req, ENOSYS);
     if ((*path == kStatsFile || *path == kHintsFile) && self->HasControl()) {
       std::shared_ptr<Handle> h = self->OpenControl(req, *path, fi);
       if (h == nullptr) return;

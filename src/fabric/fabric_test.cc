@@ -743,6 +743,13 @@ TEST_F(NeuralCacheTest, ThePolicyDecidesWhatStaysAndItsChunksStayWithinTheLimit)
   }
   const auto stats = neural->StatsJson();
   EXPECT_TRUE(stats["prefetch"].is_null());
+  // Without prefetching, hints still reach the policy: they are accepted, not refused.
+  HintRequest hint;
+  hint.dataset = "/data/train";
+  hint.paths = {paths[0], paths[1]};
+  auto declared = neural->Hint(hint);
+  ASSERT_TRUE(declared.ok()) << declared.status().ToString();
+  EXPECT_EQ(declared->accepted, 2u);
   EXPECT_LE(stats["used_bytes"].get<uint64_t>(), (1u << 20) / 100 * 70);
   EXPECT_GE(stats["hits"].get<uint64_t>(), 12u);  // ~16 files fit in 800 KB
   EXPECT_LE(store->Stats().raw_bytes, 1u << 20);

@@ -28,10 +28,12 @@ using chunk_internal::IndexEntry;
 using chunk_internal::kMaxChunkSize;
 using chunk_internal::kMaxPackSize;
 using chunk_internal::kPackHeaderSize;
-using chunk_internal::kRecordHeaderSize;
+using chunk_internal::kPackVersion;
 using chunk_internal::PackIdHex;
 using chunk_internal::PackIndex;
 using chunk_internal::RecordHeader;
+using chunk_internal::RecordHeaderSize;
+using chunk_internal::StoredChecksum;
 
 constexpr uint64_t kMinTargetPackSize = 16 << 20;
 constexpr uint64_t kMaxTargetPackSize = 64 << 20;
@@ -51,8 +53,9 @@ struct Location {
   uint32_t stored_size = 0;
   uint32_t raw_size = 0;
   Codec codec = Codec::kRaw;
+  uint8_t pack_version = kPackVersion;  // of the pack: it decides the record header's size
 
-  uint64_t record_size() const { return kRecordHeaderSize + stored_size; }
+  uint64_t record_size() const { return RecordHeaderSize(pack_version) + stored_size; }
   bool SameRecord(const Location& other) const {
     return pack_id == other.pack_id && offset == other.offset;
   }
@@ -73,7 +76,8 @@ struct Pack {
   uint64_t live_chunks = 0;  // map entries that point into this pack
   uint64_t live_bytes = 0;   // and their record bytes
   bool sealed = false;
-  bool indexed = false;  // sealed and pack-<id>.idx describes it
+  bool indexed = false;             // sealed and pack-<id>.idx describes it
+  uint32_t version = kPackVersion;  // older versions are only read
 
   // Active pack only. Invariant: synced_size <= handed_size <= data_size, and tail holds the
   // bytes [synced_size, data_size) (the file header too while synced_size is 0).
@@ -114,11 +118,17 @@ std::string Where(uint64_t pack_id, uint64_t offset) {
   return "pack " + PackIdHex(pack_id) + " offset " + std::to_string(offset);
 }
 
+// How much of a record a read checks. kChecksum: the header, and the stored bytes against
+// their XXH3-64 (version-2 records; version 1 has none, so its reads always hash). kFull adds
+// the SHA-256 of the plaintext against the chunk id: for scans after a crash and for Verify.
+enum class Check { kChecksum, kFull };
+
 // Checks a record (header + stored bytes) against what the map says and returns the plaintext.
 // A raw record becomes the plaintext in place: a cold read then allocates and copies its bytes
 // once, not twice.
-Result<std::string> DecodeRecord(std::string record, const ChunkId& id, const Location& loc) {
-  WEFT_ASSIGN_OR_RETURN(RecordHeader header, DecodeRecordHeader(record));
+Result<std::string> DecodeRecord(std::string record, const ChunkId& id, const Location& loc,
+                                 Check check) {
+  WEFT_ASSIGN_OR_RETURN(RecordHeader header, DecodeRecordHeader(record, loc.pack_version));
   if (header.id != id) {
     return Corruption("record holds chunk " + header.id.ShortHex() + ", expected " + id.ShortHex());
   }
@@ -126,15 +136,23 @@ Result<std::string> DecodeRecord(std::string record, const ChunkId& id, const Lo
       header.stored_size != loc.stored_size) {
     return Corruption("record header disagrees with the index");
   }
-  const ByteSpan stored = AsBytes(std::string_view(record).substr(kRecordHeaderSize));
+  const size_t header_size = RecordHeaderSize(loc.pack_version);
+  const std::string_view stored = std::string_view(record).substr(header_size);
+  const bool hash = check == Check::kFull || loc.pack_version == chunk_internal::kPackVersion1;
+  if (loc.pack_version != chunk_internal::kPackVersion1 &&
+      StoredChecksum(stored) != header.stored_checksum) {
+    return Corruption("checksum mismatch: the stored bytes of chunk " + id.ShortHex() +
+                      " changed on disk");
+  }
   if (header.codec == Codec::kRaw && stored.size() == header.raw_size) {
-    if (ChunkId::Of(stored) == id) {
-      record.erase(0, kRecordHeaderSize);
+    if (!hash || ChunkId::Of(AsBytes(stored)) == id) {
+      record.erase(0, header_size);
       return record;
     }
   } else {
-    WEFT_ASSIGN_OR_RETURN(std::string plain, DecodeChunk(header.codec, stored, header.raw_size));
-    if (ChunkId::Of(AsBytes(plain)) == id) return plain;
+    WEFT_ASSIGN_OR_RETURN(std::string plain,
+                          DecodeChunk(header.codec, AsBytes(stored), header.raw_size));
+    if (!hash || ChunkId::Of(AsBytes(plain)) == id) return plain;
   }
   return Corruption("hash mismatch: stored bytes are not chunk " + id.ShortHex());
 }
@@ -164,17 +182,19 @@ class PackChunkStore final : public ChunkStore {
 
   // Reads and verifies the record of `id` at `loc`; takes mu_ briefly. If `record` is not null
   // it receives the record bytes (header + stored form), which are position-independent.
-  Result<std::string> ReadChunkAt(const ChunkId& id, const Location& loc, std::string* record);
+  Result<std::string> ReadChunkAt(const ChunkId& id, const Location& loc, Check check,
+                                  std::string* record);
 
   // Load helpers.
   Status LoadPackLocked(uint64_t id, bool has_index);
   struct ScanResult {
     Status header;  // not OK: the file is not a readable pack
+    uint32_t version = kPackVersion;
     std::vector<IndexEntry> entries;
     uint64_t data_size = kPackHeaderSize;
   };
   Result<ScanResult> ScanPack(uint64_t id, uint64_t file_size);
-  void AddSealedPackLocked(uint64_t id, uint64_t data_size, uint64_t file_size,
+  void AddSealedPackLocked(uint64_t id, uint32_t version, uint64_t data_size, uint64_t file_size,
                            const std::vector<IndexEntry>& entries, bool indexed);
 
   // Map bookkeeping: keeps per-pack live counts and the byte totals in step.
@@ -186,8 +206,11 @@ class PackChunkStore final : public ChunkStore {
   // Write path. The *Locked functions that return Status leave the store consistent on error:
   // a failed write or sync re-homes the active pack's unsynced records into a new pack.
   void EnsureActiveLocked();
-  void AppendRecordLocked(const ChunkId& id, Codec codec, ByteSpan stored, uint32_t raw_size);
-  void AppendRecordBytesLocked(const ChunkId& id, const Location& like, std::string_view record);
+  void AppendRecordLocked(const ChunkId& id, Codec codec, ByteSpan stored, uint32_t raw_size,
+                          uint64_t stored_checksum);
+  // Appends a copy of `record` (header + stored bytes, as found at `from`) in the current
+  // version.
+  void CopyRecordLocked(const ChunkId& id, const Location& from, std::string_view record);
   Status MaybeHandOffLocked();
   Status HandOffLocked();
   Status SyncActiveLocked();
@@ -276,7 +299,8 @@ Status PackChunkStore::LoadPackLocked(uint64_t id, bool has_index) {
     if (index.ok()) {
       // A pack shorter than its index stays loaded: reads of the missing records then fail
       // with Corruption naming the pack, rather than the chunks silently disappearing.
-      AddSealedPackLocked(id, index->data_size, file_size, index->entries, /*indexed=*/true);
+      AddSealedPackLocked(id, index->pack_version, index->data_size, file_size, index->entries,
+                          /*indexed=*/true);
       return OkStatus();
     }
     // Indexes are written without fsync (see WriteIndexLocked), so after a crash a torn or
@@ -299,13 +323,15 @@ Status PackChunkStore::LoadPackLocked(uint64_t id, bool has_index) {
   }
   // Sealing the scanned prefix (rather than appending after it) needs no truncate; the torn
   // tail stays as garbage that Sweep reclaims.
-  AddSealedPackLocked(id, scan.data_size, file_size, scan.entries, /*indexed=*/false);
+  AddSealedPackLocked(id, scan.version, scan.data_size, file_size, scan.entries,
+                      /*indexed=*/false);
   Pack* pack = packs_[id].get();
   std::vector<Entry> entries;
   entries.reserve(scan.entries.size());
   for (const IndexEntry& e : scan.entries) {
-    entries.push_back(
-        {e.id, {id, static_cast<uint32_t>(e.offset), e.stored_size, e.raw_size, e.codec}});
+    entries.push_back({e.id,
+                       {id, static_cast<uint32_t>(e.offset), e.stored_size, e.raw_size, e.codec,
+                        static_cast<uint8_t>(scan.version)}});
   }
   (void)WriteIndexLocked(pack, entries);
   return OkStatus();
@@ -317,22 +343,30 @@ Result<PackChunkStore::ScanResult> PackChunkStore::ScanPack(uint64_t id, uint64_
                         fs_->NewRandomAccessFile(PackPath(id)));
   std::string buf(kPackHeaderSize, '\0');
   WEFT_ASSIGN_OR_RETURN(std::string_view header, file->ReadAt(0, kPackHeaderSize, buf.data()));
-  result.header = CheckPackHeader(header);
-  if (!result.header.ok()) return result;
+  Result<uint32_t> version = CheckPackHeader(header);
+  result.header = version.status();
+  if (!version.ok()) return result;
+  result.version = *version;
+  const size_t header_size = RecordHeaderSize(result.version);
   uint64_t offset = kPackHeaderSize;
   const uint64_t end = std::min(file_size, kMaxPackSize);
   // Stops at the first record that is torn or fails any check, including its SHA-256: a crash
   // can leave a record whose length made it to disk but whose bytes did not.
-  while (end - offset >= kRecordHeaderSize) {
-    buf.resize(kRecordHeaderSize);
+  while (end - offset >= header_size) {
+    buf.resize(header_size);
     WEFT_ASSIGN_OR_RETURN(std::string_view got, file->ReadAt(offset, buf.size(), buf.data()));
-    Result<RecordHeader> rh = DecodeRecordHeader(got);
+    Result<RecordHeader> rh = DecodeRecordHeader(got, result.version);
     if (!rh.ok()) break;
-    const Location loc{id, static_cast<uint32_t>(offset), rh->stored_size, rh->raw_size, rh->codec};
+    const Location loc{
+        id,        static_cast<uint32_t>(offset),       rh->stored_size, rh->raw_size,
+        rh->codec, static_cast<uint8_t>(result.version)};
     if (end - offset < loc.record_size()) break;
     buf.resize(loc.record_size());
     WEFT_ASSIGN_OR_RETURN(got, file->ReadAt(offset, buf.size(), buf.data()));
-    if (got.size() < buf.size() || !DecodeRecord(std::string(got), rh->id, loc).ok()) break;
+    if (got.size() < buf.size() ||
+        !DecodeRecord(std::string(got), rh->id, loc, Check::kFull).ok()) {
+      break;
+    }
     result.entries.push_back({rh->id, offset, rh->stored_size, rh->raw_size, rh->codec});
     offset += loc.record_size();
   }
@@ -340,10 +374,12 @@ Result<PackChunkStore::ScanResult> PackChunkStore::ScanPack(uint64_t id, uint64_
   return result;
 }
 
-void PackChunkStore::AddSealedPackLocked(uint64_t id, uint64_t data_size, uint64_t file_size,
-                                         const std::vector<IndexEntry>& entries, bool indexed) {
+void PackChunkStore::AddSealedPackLocked(uint64_t id, uint32_t version, uint64_t data_size,
+                                         uint64_t file_size, const std::vector<IndexEntry>& entries,
+                                         bool indexed) {
   auto pack = std::make_unique<Pack>();
   pack->id = id;
+  pack->version = version;
   pack->data_size = data_size;
   pack->file_size = file_size;
   pack->sealed = true;
@@ -354,8 +390,8 @@ void PackChunkStore::AddSealedPackLocked(uint64_t id, uint64_t data_size, uint64
     // Duplicates (a Sweep copy whose source pack a crash kept) resolve to the older pack; the
     // other copy is garbage.
     if (index_.contains(e.id)) continue;
-    SetLocationLocked(e.id,
-                      {id, static_cast<uint32_t>(e.offset), e.stored_size, e.raw_size, e.codec});
+    SetLocationLocked(e.id, {id, static_cast<uint32_t>(e.offset), e.stored_size, e.raw_size,
+                             e.codec, static_cast<uint8_t>(version)});
   }
 }
 
@@ -418,29 +454,23 @@ void PackChunkStore::EnsureActiveLocked() {
 }
 
 void PackChunkStore::AppendRecordLocked(const ChunkId& id, Codec codec, ByteSpan stored,
-                                        uint32_t raw_size) {
+                                        uint32_t raw_size, uint64_t stored_checksum) {
   EnsureActiveLocked();
   Pack& p = *active_;
   const Location loc{p.id, static_cast<uint32_t>(p.data_size), static_cast<uint32_t>(stored.size()),
                      raw_size, codec};
-  chunk_internal::AppendRecordHeader({id, codec, raw_size, loc.stored_size}, &p.tail);
+  chunk_internal::AppendRecordHeader({id, codec, raw_size, loc.stored_size, stored_checksum},
+                                     &p.tail);
   p.tail.append(AsChars(stored));
   p.data_size += loc.record_size();
   p.entries.push_back({id, loc});
   SetLocationLocked(id, loc);
 }
 
-void PackChunkStore::AppendRecordBytesLocked(const ChunkId& id, const Location& like,
-                                             std::string_view record) {
-  EnsureActiveLocked();
-  Pack& p = *active_;
-  Location loc = like;
-  loc.pack_id = p.id;
-  loc.offset = static_cast<uint32_t>(p.data_size);
-  p.tail.append(record);
-  p.data_size += loc.record_size();
-  p.entries.push_back({id, loc});
-  SetLocationLocked(id, loc);
+void PackChunkStore::CopyRecordLocked(const ChunkId& id, const Location& from,
+                                      std::string_view record) {
+  const std::string_view stored = record.substr(RecordHeaderSize(from.pack_version));
+  AppendRecordLocked(id, from.codec, AsBytes(stored), from.raw_size, StoredChecksum(stored));
 }
 
 Status PackChunkStore::MaybeHandOffLocked() {
@@ -526,8 +556,8 @@ void PackChunkStore::RecoverActiveLocked() {
     }
     auto it = index_.find(e.id);
     if (it == index_.end() || !it->second.SameRecord(e.loc)) continue;
-    AppendRecordBytesLocked(
-        e.id, e.loc, std::string_view(tail).substr(e.loc.offset - durable, e.loc.record_size()));
+    CopyRecordLocked(e.id, e.loc,
+                     std::string_view(tail).substr(e.loc.offset - durable, e.loc.record_size()));
   }
   if (durable <= kPackHeaderSize) {
     // No record of the old file is durable: it is garbage, and every record moved.
@@ -546,6 +576,7 @@ Status PackChunkStore::WriteIndexLocked(Pack* pack, const std::vector<Entry>& en
   PackIndex index;
   index.pack_id = pack->id;
   index.data_size = pack->data_size;
+  index.pack_version = pack->version;
   for (const Entry& e : entries) {
     auto it = index_.find(e.id);
     if (it == index_.end() || !it->second.SameRecord(e.loc)) continue;
@@ -592,13 +623,14 @@ Result<bool> PackChunkStore::Put(const ChunkId& id, ByteSpan data) {
   std::string compressed;
   const Codec codec = EncodeChunk(data, zstd_level_, &compressed);
   const ByteSpan stored = codec == Codec::kZstd ? AsBytes(compressed) : data;
+  const uint64_t checksum = StoredChecksum(AsChars(stored));
 
   std::lock_guard lock(mu_);
   if (ContainsLocked(id)) return false;
   // Earlier bytes go to the file first: if the disk refuses them, this Put fails and adds
   // nothing, which also bounds what a full disk makes us hold in memory.
   WEFT_RETURN_IF_ERROR(MaybeHandOffLocked());
-  AppendRecordLocked(id, codec, stored, static_cast<uint32_t>(data.size()));
+  AppendRecordLocked(id, codec, stored, static_cast<uint32_t>(data.size()), checksum);
   if (active_->data_size >= target_) WEFT_RETURN_IF_ERROR(SealActiveLocked());
   return true;
 }
@@ -613,7 +645,7 @@ bool PackChunkStore::Contains(const ChunkId& id) {
   return ContainsLocked(id);
 }
 
-Result<std::string> PackChunkStore::ReadChunkAt(const ChunkId& id, const Location& loc,
+Result<std::string> PackChunkStore::ReadChunkAt(const ChunkId& id, const Location& loc, Check check,
                                                 std::string* record) {
   const std::string where = Where(loc.pack_id, loc.offset);
   std::string bytes;
@@ -647,7 +679,7 @@ Result<std::string> PackChunkStore::ReadChunkAt(const ChunkId& id, const Locatio
     if (got->data() != bytes.data()) bytes.assign(*got);
   }
   if (record != nullptr) *record = bytes;
-  Result<std::string> plain = DecodeRecord(std::move(bytes), id, loc);
+  Result<std::string> plain = DecodeRecord(std::move(bytes), id, loc, check);
   if (!plain.ok()) return plain.status().WithContext(where);
   return plain;
 }
@@ -661,7 +693,7 @@ Result<std::string> PackChunkStore::Get(const ChunkId& id) {
       if (it == index_.end()) return NotFound("chunk " + id.ShortHex() + " not found");
       loc = it->second;
     }
-    Result<std::string> result = ReadChunkAt(id, loc, nullptr);
+    Result<std::string> result = ReadChunkAt(id, loc, Check::kChecksum, nullptr);
     if (result.ok() || attempt > 0) return result;
     // A Sweep may have moved the chunk (and deleted its pack) after we looked it up; then one
     // more try at the new place. Otherwise the error stands.
@@ -756,7 +788,8 @@ Result<SweepStats> PackChunkStore::Sweep(const std::function<bool(const ChunkId&
       const uint64_t total = std::max(pack->file_size, pack->data_size) - kPackHeaderSize;
       if (pack->live_chunks == 0) {
         drop.insert(pack_id);
-      } else if (2 * pack->live_bytes < total) {
+      } else if (2 * pack->live_bytes < total || pack->version != kPackVersion) {
+        // Old-version packs are rewritten whole: their reads hash every byte.
         rewrite.insert(pack_id);
       } else if (!pack->indexed) {
         reindex.insert(pack_id);
@@ -788,7 +821,7 @@ Result<SweepStats> PackChunkStore::Sweep(const std::function<bool(const ChunkId&
         if (it == index_.end() || !it->second.SameRecord(e.loc)) continue;
       }
       std::string record;
-      Result<std::string> plain = ReadChunkAt(e.id, e.loc, &record);
+      Result<std::string> plain = ReadChunkAt(e.id, e.loc, Check::kChecksum, &record);
       if (!plain.ok()) {
         // A live chunk we cannot read must not vanish with its pack: keep the pack.
         if (first_error.ok()) first_error = plain.status();
@@ -799,7 +832,7 @@ Result<SweepStats> PackChunkStore::Sweep(const std::function<bool(const ChunkId&
       auto it = index_.find(e.id);
       if (it == index_.end() || !it->second.SameRecord(e.loc)) continue;
       WEFT_RETURN_IF_ERROR(MaybeHandOffLocked());
-      AppendRecordBytesLocked(e.id, e.loc, record);
+      CopyRecordLocked(e.id, e.loc, record);
       copied_bytes += record.size();
       if (active_->data_size >= target_) WEFT_RETURN_IF_ERROR(SealActiveLocked());
     }
@@ -891,7 +924,7 @@ Status PackChunkStore::Verify(std::vector<ChunkProblem>* problems) {
           WEFT_ASSIGN_OR_RETURN(std::string_view got, f->ReadAt(0, buf.size(), buf.data()));
           return std::string(got);
         }();
-        Status header_status = header.ok() ? CheckPackHeader(*header) : header.status();
+        Status header_status = header.ok() ? CheckPackHeader(*header).status() : header.status();
         if (!header_status.ok()) {
           problems->push_back({name, header_status.WithContext(name + " offset 0")});
         }
@@ -907,7 +940,7 @@ Status PackChunkStore::Verify(std::vector<ChunkProblem>* problems) {
                                                "pack (" + std::to_string(file_size) + " bytes)")});
         continue;
       }
-      Result<std::string> plain = ReadChunkAt(e.id, e.loc, nullptr);
+      Result<std::string> plain = ReadChunkAt(e.id, e.loc, Check::kFull, nullptr);
       if (!plain.ok()) problems->push_back({where, plain.status()});
     }
   }

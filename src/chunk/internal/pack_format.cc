@@ -20,40 +20,50 @@ bool SizesPlausible(Codec codec, uint32_t raw_size, uint32_t stored_size) {
   return codec == Codec::kRaw ? stored_size == raw_size : stored_size < raw_size;
 }
 
+bool IsReadableVersion(uint32_t version) {
+  return version == kPackVersion1 || version == kPackVersion;
+}
+
 }  // namespace
 
-std::string EncodePackHeader() {
+uint64_t StoredChecksum(std::string_view stored) {
+  return Checksum(stored);
+}
+
+std::string EncodePackHeader(uint32_t version) {
   std::string out(kPackMagic);
-  PutBigEndian32(&out, kPackVersion);
+  PutBigEndian32(&out, version);
   PutBigEndian32(&out, 0);  // reserved
   return out;
 }
 
-Status CheckPackHeader(std::string_view header) {
+Result<uint32_t> CheckPackHeader(std::string_view header) {
   if (header.size() < kPackHeaderSize) return Corruption("pack header is truncated");
   if (header.substr(0, kPackMagic.size()) != kPackMagic) return Corruption("bad pack magic");
   const uint32_t version = GetBigEndian32(header.data() + 8);
-  if (version != kPackVersion) {
+  if (!IsReadableVersion(version)) {
     return Corruption("unsupported pack format version " + std::to_string(version));
   }
-  return OkStatus();
+  return version;
 }
 
-void AppendRecordHeader(const RecordHeader& header, std::string* out) {
+void AppendRecordHeader(const RecordHeader& header, std::string* out, uint32_t pack_version) {
   const size_t start = out->size();
   PutBigEndian32(out, kRecordMagic);
   out->append(header.id.raw());
   out->push_back(static_cast<char>(header.codec));
   PutBigEndian32(out, header.raw_size);
   PutBigEndian32(out, header.stored_size);
+  if (pack_version != kPackVersion1) PutBigEndian64(out, header.stored_checksum);
   PutBigEndian64(out, Checksum(std::string_view(*out).substr(start)));
 }
 
-Result<RecordHeader> DecodeRecordHeader(std::string_view bytes) {
-  if (bytes.size() < kRecordHeaderSize) return Corruption("record header is truncated");
+Result<RecordHeader> DecodeRecordHeader(std::string_view bytes, uint32_t pack_version) {
+  const size_t size = RecordHeaderSize(pack_version);
+  if (bytes.size() < size) return Corruption("record header is truncated");
   const char* p = bytes.data();
   if (GetBigEndian32(p) != kRecordMagic) return Corruption("bad record magic");
-  if (GetBigEndian64(p + 45) != Checksum(bytes.substr(0, 45))) {
+  if (GetBigEndian64(p + size - 8) != Checksum(bytes.substr(0, size - 8))) {
     return Corruption("record header checksum mismatch");
   }
   RecordHeader header;
@@ -63,6 +73,7 @@ Result<RecordHeader> DecodeRecordHeader(std::string_view bytes) {
   header.codec = static_cast<Codec>(codec);
   header.raw_size = GetBigEndian32(p + 37);
   header.stored_size = GetBigEndian32(p + 41);
+  if (pack_version != kPackVersion1) header.stored_checksum = GetBigEndian64(p + 45);
   if (!SizesPlausible(header.codec, header.raw_size, header.stored_size)) {
     return Corruption("record sizes are implausible");
   }
@@ -72,7 +83,7 @@ Result<RecordHeader> DecodeRecordHeader(std::string_view bytes) {
 std::string EncodePackIndex(const PackIndex& index) {
   std::string out(kIndexMagic);
   out.reserve(kIndexHeaderSize + index.entries.size() * kIndexEntrySize + kIndexTrailerSize);
-  PutBigEndian32(&out, kIndexVersion);
+  PutBigEndian32(&out, index.pack_version);
   PutBigEndian32(&out, 0);  // reserved
   PutBigEndian64(&out, index.pack_id);
   PutBigEndian64(&out, index.data_size);
@@ -96,8 +107,9 @@ Result<PackIndex> DecodePackIndex(std::string_view bytes, uint64_t expected_pack
   }
   if (bytes.substr(0, kIndexMagic.size()) != kIndexMagic) return Corruption("bad index magic");
   const char* p = bytes.data();
-  if (GetBigEndian32(p + 8) != kIndexVersion) return Corruption("unsupported index version");
   PackIndex index;
+  index.pack_version = GetBigEndian32(p + 8);
+  if (!IsReadableVersion(index.pack_version)) return Corruption("unsupported index version");
   index.pack_id = GetBigEndian64(p + 16);
   index.data_size = GetBigEndian64(p + 24);
   const uint64_t count = GetBigEndian32(p + 32);
@@ -121,7 +133,7 @@ Result<PackIndex> DecodePackIndex(std::string_view bytes, uint64_t expected_pack
     entry.codec = static_cast<Codec>(codec);
     if (!SizesPlausible(entry.codec, entry.raw_size, entry.stored_size) ||
         entry.offset < kPackHeaderSize || entry.offset > index.data_size ||
-        index.data_size - entry.offset < kRecordHeaderSize + entry.stored_size) {
+        index.data_size - entry.offset < RecordHeaderSize(index.pack_version) + entry.stored_size) {
       return Corruption("index entry " + std::to_string(i) + " is out of range");
     }
     index.entries.push_back(entry);

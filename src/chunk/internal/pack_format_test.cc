@@ -8,18 +8,19 @@ namespace {
 TEST(PackFormatTest, PackHeader) {
   const std::string header = EncodePackHeader();
   EXPECT_EQ(header.size(), kPackHeaderSize);
-  EXPECT_TRUE(CheckPackHeader(header).ok());
-  EXPECT_EQ(CheckPackHeader(header.substr(0, 10)).code(), StatusCode::kCorruption);
+  EXPECT_EQ(CheckPackHeader(header).value_or(0), kPackVersion);
+  EXPECT_EQ(CheckPackHeader(EncodePackHeader(kPackVersion1)).value_or(0), kPackVersion1);
+  EXPECT_EQ(CheckPackHeader(header.substr(0, 10)).status().code(), StatusCode::kCorruption);
   std::string bad = header;
   bad[0] = 'X';
-  EXPECT_EQ(CheckPackHeader(bad).code(), StatusCode::kCorruption);
+  EXPECT_EQ(CheckPackHeader(bad).status().code(), StatusCode::kCorruption);
   bad = header;
-  bad[11] = 2;  // version 2
-  EXPECT_EQ(CheckPackHeader(bad).code(), StatusCode::kCorruption);
+  bad[11] = 3;  // version 3
+  EXPECT_EQ(CheckPackHeader(bad).status().code(), StatusCode::kCorruption);
 }
 
 TEST(PackFormatTest, RecordHeaderRoundTripAndEveryBitFlipIsCaught) {
-  RecordHeader in{ChunkId::Of(AsBytes("x")), Codec::kZstd, 1000, 300};
+  RecordHeader in{ChunkId::Of(AsBytes("x")), Codec::kZstd, 1000, 300, StoredChecksum("abc")};
   std::string bytes;
   AppendRecordHeader(in, &bytes);
   ASSERT_EQ(bytes.size(), kRecordHeaderSize);
@@ -29,12 +30,29 @@ TEST(PackFormatTest, RecordHeaderRoundTripAndEveryBitFlipIsCaught) {
   EXPECT_EQ(out->codec, Codec::kZstd);
   EXPECT_EQ(out->raw_size, 1000u);
   EXPECT_EQ(out->stored_size, 300u);
+  EXPECT_EQ(out->stored_checksum, StoredChecksum("abc"));
   for (size_t i = 0; i < bytes.size() * 8; ++i) {
     std::string flipped = bytes;
     flipped[i / 8] ^= static_cast<char>(1 << (i % 8));
     EXPECT_EQ(DecodeRecordHeader(flipped).status().code(), StatusCode::kCorruption) << i;
   }
-  EXPECT_FALSE(DecodeRecordHeader(bytes.substr(0, 52)).ok());
+  EXPECT_FALSE(DecodeRecordHeader(bytes.substr(0, kRecordHeaderSize - 1)).ok());
+  // A version-2 header is not a version-1 one, nor the reverse.
+  EXPECT_FALSE(DecodeRecordHeader(bytes, kPackVersion1).ok());
+}
+
+TEST(PackFormatTest, Version1RecordHeaderHasNoStoredChecksum) {
+  RecordHeader in{ChunkId::Of(AsBytes("x")), Codec::kRaw, 10, 10, 12345};
+  std::string bytes;
+  AppendRecordHeader(in, &bytes, kPackVersion1);
+  ASSERT_EQ(bytes.size(), kRecordHeaderSizeV1);
+  Result<RecordHeader> out = DecodeRecordHeader(bytes, kPackVersion1);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ(out->id, in.id);
+  EXPECT_EQ(out->raw_size, 10u);
+  EXPECT_EQ(out->stored_checksum, 0u);
+  bytes.append(8, '\0');
+  EXPECT_FALSE(DecodeRecordHeader(bytes).ok());
 }
 
 TEST(PackFormatTest, RecordHeaderRejectsImplausibleSizes) {
@@ -79,6 +97,17 @@ TEST(PackFormatTest, IndexRoundTrip) {
     EXPECT_EQ(out->entries[i].codec, in.entries[i].codec);
   }
   EXPECT_EQ(DecodePackIndex(bytes, 8).status().code(), StatusCode::kCorruption);
+}
+
+TEST(PackFormatTest, IndexKeepsThePackVersion) {
+  PackIndex in = SampleIndex();
+  in.pack_version = kPackVersion1;
+  Result<PackIndex> out = DecodePackIndex(EncodePackIndex(in), 7);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ(out->pack_version, kPackVersion1);
+  EXPECT_EQ(DecodePackIndex(EncodePackIndex(SampleIndex()), 7)->pack_version, kPackVersion);
+  in.pack_version = 3;
+  EXPECT_EQ(DecodePackIndex(EncodePackIndex(in), 7).status().code(), StatusCode::kCorruption);
 }
 
 TEST(PackFormatTest, IndexCorruptionIsDetected) {

@@ -237,6 +237,35 @@ TEST_F(HttpServerTest, KeepAliveAndPipelining) {
   for (const std::string& r : remotes) EXPECT_EQ(r, remotes[0]);
 }
 
+// A kept connection's next request is read by the worker that served the previous one when it
+// comes soon, and by the io thread when it comes late; both must behave the same.
+TEST_F(HttpServerTest, NextRequestSoonOrLateOnAKeptConnection) {
+  handler_.fn = [&](const HttpRequest& req, BodyReader&, ResponseWriter& resp) {
+    (void)resp.Send(200, {}, req.path);
+  };
+  StartServer();
+  Client c(port());
+  EXPECT_EQ(c.Request("GET", "/soon").body, "/soon");
+  EXPECT_EQ(c.Request("GET", "/again").body, "/again");
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  EXPECT_EQ(c.Request("GET", "/late").body, "/late");
+  // Half a head now, the rest later: the worker waiting on the socket must not answer early.
+  c.Send("GET /split HTTP/1.1\r\nHo");
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  c.Send("st: t\r\n\r\n");
+  EXPECT_EQ(c.Read().body, "/split");
+  c.Send("NOT AN HTTP REQUEST\r\n\r\n");
+  const Reply r = c.Read();
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(r.body, "proto:BadRequest");
+  EXPECT_FALSE(r.keep_alive);
+  Client big(port());
+  EXPECT_EQ(big.Request("GET", "/first").body, "/first");
+  big.Send("GET /x HTTP/1.1\r\nX-Big: " + std::string(20 << 10, 'a') + "\r\n\r\n");
+  EXPECT_EQ(big.Read().status, 400);
+  EXPECT_EQ(handler_.requests, 5);
+}
+
 TEST_F(HttpServerTest, ChunkedRequestBody) {
   StartServer();
   Client c(port());

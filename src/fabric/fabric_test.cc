@@ -169,6 +169,36 @@ TEST_F(FabricTest, SpokeReadsWhatTheHubHoldsAndCachesIt) {
   EXPECT_EQ(v.Mkdir(ctx_, "/", 0755, false).status().code(), StatusCode::kAlreadyExists);
 }
 
+// ReadChunks (how S3 GETs stream) gives the same bytes at a spoke as at the hub, and fetches
+// the chunks it is asked for, once.
+TEST_F(FabricTest, ReadChunksAtASpokeAndAtTheHubAgree) {
+  const std::string data = RandomBytes(2'000'000, 23);
+  ASSERT_TRUE(Put(hub_.volume(), "/data/c.bin", data).ok());
+  auto spoke = OpenSpoke(hub_.url(), {"/data"});
+  ASSERT_TRUE(spoke.ok()) << spoke.status().ToString();
+  for (Volume* v : {&hub_.volume(), static_cast<Volume*>(spoke->get())}) {
+    auto reader = v->OpenReader(ctx_, "/data/c.bin");
+    ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+    const size_t n = (*reader)->chunks().size();
+    ASSERT_GT(n, 4u);
+    std::string got;
+    for (size_t first = 0; first < n; first += 3) {
+      auto chunks = (*reader)->ReadChunks(first, std::min(n, first + 3));
+      ASSERT_TRUE(chunks.ok()) << chunks.status().ToString();
+      ASSERT_EQ(chunks->size(), std::min<size_t>(3, n - first));
+      for (const auto& c : *chunks) got += *c;
+    }
+    EXPECT_EQ(got, data);
+    EXPECT_TRUE((*reader)->ReadChunks(2, 2)->empty());
+    EXPECT_EQ((*reader)->ReadChunks(n - 1, n + 1).status().code(), StatusCode::kOutOfRange);
+  }
+  const uint64_t fetched = (*spoke)->Stats().chunks_fetched;
+  auto again = (*spoke)->OpenReader(ctx_, "/data/c.bin");
+  ASSERT_TRUE(again.ok());
+  ASSERT_TRUE((*again)->ReadChunks(0, (*again)->chunks().size()).ok());
+  EXPECT_EQ((*spoke)->Stats().chunks_fetched, fetched);
+}
+
 TEST_F(FabricTest, ASmallFileArrivesWithItsLookupInOneRoundTrip) {
   const std::string small = RandomBytes(150'000, 21);
   const std::string large = RandomBytes(3'000'000, 22);

@@ -95,6 +95,8 @@ class PortalFileReader final : public FileReader {
   const std::vector<ChunkRef>& chunks() const override { return chunks_; }
   Result<std::string> ReadAt(uint64_t offset, uint64_t length) override;
   Result<std::shared_ptr<const std::string>> ReadChunk(size_t index) override;
+  Result<std::vector<std::shared_ptr<const std::string>>> ReadChunks(size_t first,
+                                                                     size_t last) override;
 
   PortalVolumeImpl* owner() const { return volume_; }
 
@@ -1312,6 +1314,23 @@ Result<std::string> PortalFileReader::ReadAt(uint64_t offset, uint64_t length) {
     uint64_t begin = i == first ? offset - offsets_[i] : 0;
     uint64_t n = std::min<uint64_t>(data->size() - begin, length - out.size());
     out.append(*data, begin, n);
+  }
+  return out;
+}
+
+Result<std::vector<std::shared_ptr<const std::string>>> PortalFileReader::ReadChunks(size_t first,
+                                                                                     size_t last) {
+  std::vector<std::shared_ptr<const std::string>> out;
+  if (last > chunks_.size()) {
+    return OutOfRange(info_.path + ": chunks up to " + std::to_string(last) + " of " +
+                      std::to_string(chunks_.size()));
+  }
+  if (first >= last) return out;
+  ReportRead(offsets_[first], offsets_[last] - offsets_[first]);
+  WEFT_RETURN_IF_ERROR(Ensure(first, last - 1).WithContext(info_.path));
+  for (size_t i = first; i < last; ++i) {
+    WEFT_ASSIGN_OR_RETURN(std::shared_ptr<const std::string> chunk, ReadChunk(i));
+    out.push_back(std::move(chunk));
   }
   return out;
 }

@@ -160,6 +160,19 @@ class FileReader {
   virtual const std::vector<ChunkRef>& chunks() const = 0;
   // The plaintext of chunk `index`, verified against its id; OutOfRange past the last.
   virtual Result<std::shared_ptr<const std::string>> ReadChunk(size_t index) = 0;
+  // ReadChunk of each of chunks [first, last), asked for together: a local reader waits for
+  // the disk once, a remote one makes one round trip. Serving these without copying them into
+  // one buffer is the cheapest way to stream a file.
+  virtual Result<std::vector<std::shared_ptr<const std::string>>> ReadChunks(size_t first,
+                                                                             size_t last) {
+    WillNeed(first, last);
+    std::vector<std::shared_ptr<const std::string>> out;
+    for (size_t i = first; i < last; ++i) {
+      WEFT_ASSIGN_OR_RETURN(std::shared_ptr<const std::string> chunk, ReadChunk(i));
+      out.push_back(std::move(chunk));
+    }
+    return out;
+  }
   // A hint that chunks [first, last) will be read soon: a reader over local packs starts
   // reading them from disk in the background. The default does nothing.
   virtual void WillNeed(size_t /*first*/, size_t /*last*/) {}

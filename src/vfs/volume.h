@@ -165,7 +165,7 @@ class FileReader {
   // one buffer is the cheapest way to stream a file.
   virtual Result<std::vector<std::shared_ptr<const std::string>>> ReadChunks(size_t first,
                                                                              size_t last) {
-    WillNeed(first, last);
+    if (last > first + 1) WillNeed(first, last);
     std::vector<std::shared_ptr<const std::string>> out;
     for (size_t i = first; i < last; ++i) {
       WEFT_ASSIGN_OR_RETURN(std::shared_ptr<const std::string> chunk, ReadChunk(i));

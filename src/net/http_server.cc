@@ -77,7 +77,7 @@ constexpr int64_t kNoDeadline = std::numeric_limits<int64_t>::max();
 // After a keep-alive response the worker waits this long on the socket for the client's next
 // request before handing the connection back to the io thread. A busy client's next request
 // then costs one wake-up instead of two thread hand-offs (a fifth of the server's CPU on small
-// GETs). Only while at least half the workers are free.
+// GETs). Only while a quarter of the workers stay free for other connections.
 constexpr int kStayMs = 5;
 constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
 
@@ -923,7 +923,9 @@ bool ServerImpl::EndRequest(Connection* c, bool keep_alive) {
 
 bool ServerImpl::BeginStay() {
   std::lock_guard<std::mutex> lock(mu_);
-  if (stopping_ || 2 * (busy_ + staying_ + 1) > options_.worker_threads) return false;
+  // A quarter of the pool stays free for requests arriving on other connections.
+  const size_t reserve = std::max<size_t>(options_.worker_threads / 4, 1);
+  if (stopping_ || busy_ + staying_ + 1 + reserve > options_.worker_threads) return false;
   ++staying_;
   return true;
 }

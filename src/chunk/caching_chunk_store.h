@@ -1,8 +1,8 @@
-// CachingChunkStore: a ChunkStore decorator that keeps recently read chunks, already verified
-// against their ids, in memory (LRU by bytes). Random small reads of a file otherwise fetch,
-// decompress and SHA-256 a whole chunk per read; with the cache, repeated reads of a hot set
-// cost a lookup and a copy, as the page cache does for local files. Every byte it serves was
-// verified when it was read from the store below. Thread-safe.
+// CachingChunkStore: a ChunkStore decorator that keeps recently read chunks, already checked
+// by the store below, in memory (LRU by bytes). Random small reads of a file otherwise fetch,
+// check and decompress a whole chunk per read; with the cache, repeated reads of a hot set
+// cost a lookup, as the page cache does for local files. Every byte it serves was checked
+// when it was read from the store below. Thread-safe.
 #pragma once
 
 #include <cstdint>

@@ -266,6 +266,28 @@ TEST_F(HttpServerTest, NextRequestSoonOrLateOnAKeptConnection) {
   EXPECT_EQ(handler_.requests, 5);
 }
 
+// Clients that send half a request head after a response must not hold the workers: the
+// head goes back to the io thread, and other clients are still served.
+TEST_F(HttpServerTest, HalfSentHeadsDoNotHoldWorkers) {
+  options_.worker_threads = 4;
+  options_.idle_timeout = std::chrono::seconds(3);  // frees a held worker, too late for `other`
+  StartServer();
+  std::vector<std::unique_ptr<Client>> stalled;
+  for (int i = 0; i < 8; ++i) {
+    stalled.push_back(std::make_unique<Client>(port()));
+    EXPECT_EQ(stalled.back()->Request("GET", "/x").status, 200);
+    stalled.back()->Send("GET /half HTTP/1.1\r\nHo");
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  const auto start = std::chrono::steady_clock::now();
+  Client other(port());
+  EXPECT_EQ(other.Request("GET", "/y").status, 200);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+  // The stalled ones finish their heads later and are served.
+  for (auto& c : stalled) c->Send("st: t\r\n\r\n");
+  for (auto& c : stalled) EXPECT_EQ(c->Read().status, 200);
+}
+
 TEST_F(HttpServerTest, ChunkedRequestBody) {
   StartServer();
   Client c(port());

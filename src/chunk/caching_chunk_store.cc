@@ -5,17 +5,26 @@ namespace weft {
 CachingChunkStore::CachingChunkStore(std::shared_ptr<ChunkStore> base, uint64_t capacity_bytes)
     : base_(std::move(base)), capacity_(capacity_bytes) {}
 
-Result<std::shared_ptr<const std::string>> CachingChunkStore::GetShared(const ChunkId& id) {
-  {
-    std::lock_guard lock(mu_);
-    auto it = map_.find(id);
-    if (it != map_.end()) {
-      lru_.splice(lru_.begin(), lru_, it->second);
-      ++hits_;
-      return it->second->second;
-    }
+std::shared_ptr<const std::string> CachingChunkStore::Lookup(const ChunkId& id) {
+  std::lock_guard lock(mu_);
+  auto it = map_.find(id);
+  if (it == map_.end()) {
     ++misses_;
+    return nullptr;
   }
+  lru_.splice(lru_.begin(), lru_, it->second);
+  ++hits_;
+  return it->second->second;
+}
+
+Result<std::shared_ptr<const std::string>> CachingChunkStore::GetSharedOnce(const ChunkId& id) {
+  if (std::shared_ptr<const std::string> cached = Lookup(id)) return cached;
+  WEFT_ASSIGN_OR_RETURN(std::string data, base_->Get(id));
+  return std::make_shared<const std::string>(std::move(data));
+}
+
+Result<std::shared_ptr<const std::string>> CachingChunkStore::GetShared(const ChunkId& id) {
+  if (std::shared_ptr<const std::string> cached = Lookup(id)) return cached;
   // Read outside the lock: other readers proceed; two misses of one id both read it once.
   WEFT_ASSIGN_OR_RETURN(std::string data, base_->Get(id));
   auto shared = std::make_shared<const std::string>(std::move(data));

@@ -26,6 +26,7 @@ class CachingChunkStore final : public ChunkStore {
   bool Contains(const ChunkId& id) override { return base_->Contains(id); }
   Result<std::string> Get(const ChunkId& id) override;
   Result<std::shared_ptr<const std::string>> GetShared(const ChunkId& id) override;
+  Result<std::shared_ptr<const std::string>> GetSharedOnce(const ChunkId& id) override;
   // Forwards the ids this cache does not hold.
   void WillNeed(std::span<const ChunkId> ids) override;
   Result<SweepStats> Sweep(const std::function<bool(const ChunkId&)>& is_live) override;
@@ -41,6 +42,8 @@ class CachingChunkStore final : public ChunkStore {
   using Lru = std::list<std::pair<ChunkId, std::shared_ptr<const std::string>>>;
 
   void Insert(const ChunkId& id, std::shared_ptr<const std::string> data);
+  // The cached copy (counted as a hit and made recent), or null (counted as a miss).
+  std::shared_ptr<const std::string> Lookup(const ChunkId& id);
 
   std::shared_ptr<ChunkStore> base_;
   const uint64_t capacity_;

@@ -34,6 +34,25 @@ TEST(CachingChunkStoreTest, RepeatedReadsHitAndCapacityBounds) {
   EXPECT_GE(cache.misses(), 12u);
 }
 
+// A scan reads through GetSharedOnce: hits are served, misses are not kept, so the hot set
+// survives the scan.
+TEST(CachingChunkStoreTest, GetSharedOnceKeepsTheHotSet) {
+  auto base = std::make_shared<MemChunkStore>();
+  CachingChunkStore cache(base, 10000);
+  ChunkId hot = PutBytes(&cache, std::string(2000, 'h'));
+  ASSERT_TRUE(cache.Get(hot).ok());
+  const auto kept = cache.GetShared(hot);
+  for (int i = 0; i < 20; ++i) {
+    const std::string data(2000, 'k' + i % 10);
+    const ChunkId id = PutBytes(&cache, data + std::to_string(i));
+    auto got = cache.GetSharedOnce(id);
+    ASSERT_TRUE(got.ok());
+    EXPECT_EQ(**got, data + std::to_string(i));
+  }
+  EXPECT_EQ(cache.cached_bytes(), 2000u);
+  EXPECT_EQ(cache.GetSharedOnce(hot)->get(), kept->get());  // a hit is the cached copy
+}
+
 TEST(CachingChunkStoreTest, ServesOnlyVerifiedBytes) {
   auto base = std::make_shared<MemChunkStore>();
   CachingChunkStore cache(base, 1 << 20);

@@ -50,8 +50,8 @@ class ChunkStore {
 
   virtual bool Contains(const ChunkId& id) = 0;
 
-  // The chunk's plaintext, verified against `id`; Corruption (naming the pack) if the stored
-  // bytes do not hash to `id`; NotFound if absent.
+  // The chunk's plaintext, checked (see docs/formats/pack.md, "Reading"); Corruption (naming
+  // the pack) if the stored bytes changed; NotFound if absent.
   virtual Result<std::string> Get(const ChunkId& id) = 0;
 
   // The same bytes as shared immutable memory; a caching store hands out its copy without
@@ -59,6 +59,13 @@ class ChunkStore {
   virtual Result<std::shared_ptr<const std::string>> GetShared(const ChunkId& id) {
     WEFT_ASSIGN_OR_RETURN(std::string data, Get(id));
     return std::make_shared<const std::string>(std::move(data));
+  }
+
+  // GetShared for a read that will not come back soon (a large object streamed once): a
+  // caching store serves a hit but does not keep a miss, so one scan does not flush its hot
+  // set. The default is GetShared.
+  virtual Result<std::shared_ptr<const std::string>> GetSharedOnce(const ChunkId& id) {
+    return GetShared(id);
   }
 
   // A hint that these chunks will be read soon: a store on disk starts reading them in the

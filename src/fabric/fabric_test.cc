@@ -183,19 +183,21 @@ TEST_F(FabricTest, ReadChunksAtASpokeAndAtTheHubAgree) {
     ASSERT_GT(n, 4u);
     std::string got;
     for (size_t first = 0; first < n; first += 3) {
-      auto chunks = (*reader)->ReadChunks(first, std::min(n, first + 3));
+      auto chunks = (*reader)->ReadChunks(first, std::min(n, first + 3),
+                                          first % 2 ? Reuse::kUnlikely : Reuse::kLikely);
       ASSERT_TRUE(chunks.ok()) << chunks.status().ToString();
       ASSERT_EQ(chunks->size(), std::min<size_t>(3, n - first));
       for (const auto& c : *chunks) got += *c;
     }
     EXPECT_EQ(got, data);
-    EXPECT_TRUE((*reader)->ReadChunks(2, 2)->empty());
-    EXPECT_EQ((*reader)->ReadChunks(n - 1, n + 1).status().code(), StatusCode::kOutOfRange);
+    EXPECT_TRUE((*reader)->ReadChunks(2, 2, Reuse::kLikely)->empty());
+    EXPECT_EQ((*reader)->ReadChunks(n - 1, n + 1, Reuse::kUnlikely).status().code(),
+              StatusCode::kOutOfRange);
   }
   const uint64_t fetched = (*spoke)->Stats().chunks_fetched;
   auto again = (*spoke)->OpenReader(ctx_, "/data/c.bin");
   ASSERT_TRUE(again.ok());
-  ASSERT_TRUE((*again)->ReadChunks(0, (*again)->chunks().size()).ok());
+  ASSERT_TRUE((*again)->ReadChunks(0, (*again)->chunks().size(), Reuse::kUnlikely).ok());
   EXPECT_EQ((*spoke)->Stats().chunks_fetched, fetched);
 }
 

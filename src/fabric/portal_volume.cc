@@ -95,8 +95,10 @@ class PortalFileReader final : public FileReader {
   const std::vector<ChunkRef>& chunks() const override { return chunks_; }
   Result<std::string> ReadAt(uint64_t offset, uint64_t length) override;
   Result<std::shared_ptr<const std::string>> ReadChunk(size_t index) override;
-  Result<std::vector<std::shared_ptr<const std::string>>> ReadChunks(size_t first,
-                                                                     size_t last) override;
+  // The spoke keeps every chunk it fetched in its store whatever `reuse` says: its cache
+  // policy decides what stays.
+  Result<std::vector<std::shared_ptr<const std::string>>> ReadChunks(size_t first, size_t last,
+                                                                     Reuse reuse) override;
 
   PortalVolumeImpl* owner() const { return volume_; }
 
@@ -1318,8 +1320,8 @@ Result<std::string> PortalFileReader::ReadAt(uint64_t offset, uint64_t length) {
   return out;
 }
 
-Result<std::vector<std::shared_ptr<const std::string>>> PortalFileReader::ReadChunks(size_t first,
-                                                                                     size_t last) {
+Result<std::vector<std::shared_ptr<const std::string>>> PortalFileReader::ReadChunks(
+    size_t first, size_t last, Reuse /*reuse*/) {
   std::vector<std::shared_ptr<const std::string>> out;
   if (last > chunks_.size()) {
     return OutOfRange(info_.path + ": chunks up to " + std::to_string(last) + " of " +

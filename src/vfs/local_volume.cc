@@ -387,6 +387,23 @@ class LocalFileReader final : public FileReader {
     return LoadChunk(index);
   }
 
+  Result<std::vector<std::shared_ptr<const std::string>>> ReadChunks(size_t first, size_t last,
+                                                                     Reuse reuse) override {
+    if (reuse == Reuse::kLikely) return FileReader::ReadChunks(first, last, reuse);
+    if (last > manifest_.chunks.size()) {
+      return OutOfRange(info_.path + ": chunks up to " + std::to_string(last) + " of " +
+                        std::to_string(manifest_.chunks.size()));
+    }
+    if (last > first + 1) WillNeed(first, last);
+    std::vector<std::shared_ptr<const std::string>> out;
+    for (size_t i = first; i < last; ++i) {
+      WEFT_ASSIGN_OR_RETURN(std::shared_ptr<const std::string> data,
+                            CheckLength(i, chunks_->GetSharedOnce(manifest_.chunks[i].id)));
+      out.push_back(std::move(data));
+    }
+    return out;
+  }
+
   void WillNeed(size_t first, size_t last) override {
     last = std::min(last, manifest_.chunks.size());
     if (first >= last) return;
@@ -423,17 +440,22 @@ class LocalFileReader final : public FileReader {
       std::lock_guard lock(mu_);
       if (cached_ && cached_idx_ == idx) return cached_;
     }
-    Result<std::shared_ptr<const std::string>> data = chunks_->GetShared(manifest_.chunks[idx].id);
-    if (!data.ok()) return data.status().WithContext(info_.path);
-    std::shared_ptr<const std::string> shared = std::move(data).value();
-    if (shared->size() != manifest_.chunks[idx].length) {
-      return Corruption(info_.path + ": chunk " + manifest_.chunks[idx].id.ShortHex() +
-                        " has the wrong length");
-    }
+    WEFT_ASSIGN_OR_RETURN(std::shared_ptr<const std::string> shared,
+                          CheckLength(idx, chunks_->GetShared(manifest_.chunks[idx].id)));
     std::lock_guard lock(mu_);
     cached_ = shared;
     cached_idx_ = idx;
     return shared;
+  }
+
+  Result<std::shared_ptr<const std::string>> CheckLength(
+      size_t idx, Result<std::shared_ptr<const std::string>> data) const {
+    if (!data.ok()) return data.status().WithContext(info_.path);
+    if ((*data)->size() != manifest_.chunks[idx].length) {
+      return Corruption(info_.path + ": chunk " + manifest_.chunks[idx].id.ShortHex() +
+                        " has the wrong length");
+    }
+    return data;
   }
 
   const LocalVolume* owner_;

@@ -150,6 +150,9 @@ class FileWriter {
 
 // Reads one version of one file, fixed at open: a concurrent overwrite never tears what it
 // reads. Thread-safe.
+// Whether the chunks a read brings in are worth keeping in memory after it.
+enum class Reuse { kLikely, kUnlikely };
+
 class FileReader {
  public:
   virtual ~FileReader() = default;
@@ -162,9 +165,11 @@ class FileReader {
   virtual Result<std::shared_ptr<const std::string>> ReadChunk(size_t index) = 0;
   // ReadChunk of each of chunks [first, last), asked for together: a local reader waits for
   // the disk once, a remote one makes one round trip. Serving these without copying them into
-  // one buffer is the cheapest way to stream a file.
+  // one buffer is the cheapest way to stream a file. With Reuse::kUnlikely (a large object
+  // streamed once) a local reader does not keep them in its volume's chunk cache.
   virtual Result<std::vector<std::shared_ptr<const std::string>>> ReadChunks(size_t first,
-                                                                             size_t last) {
+                                                                             size_t last,
+                                                                             Reuse /*reuse*/) {
     if (last > first + 1) WillNeed(first, last);
     std::vector<std::shared_ptr<const std::string>> out;
     for (size_t i = first; i < last; ++i) {

@@ -1093,7 +1093,7 @@ class FuseMountImpl final : public FuseMount {
     const size_t first = std::upper_bound(ends.begin(), ends.end(), off) - ends.begin();
     const size_t last = std::lower_bound(ends.begin(), ends.end(), end) - ends.begin() + 1;
     Result<std::vector<std::shared_ptr<const std::string>>> chunks =
-        r.reader->ReadChunks(first, last);
+        r.reader->ReadChunks(first, last, Reuse::kLikely);
     if (!chunks.ok()) return (void)fuse_reply_err(req, ErrnoOf(chunks.status()));
     std::vector<iovec> iov;
     iov.reserve(chunks->size());

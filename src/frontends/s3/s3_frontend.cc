@@ -1020,15 +1020,17 @@ int CheckConditions(const S3Request& r, const FileInfo& info, std::string_view p
   return 0;
 }
 
-// Sends bytes [first, end) of `reader`. Reading dominates a large GET (pack I/O and the
-// SHA-256 check of every chunk), so large ranges read a few pieces ahead on helper threads:
-// on a multi-core host several pieces are verified at once while the current one is sent.
+// Sends bytes [first, end) of `reader` straight from each chunk's plaintext, about kIoBytes
+// of chunks per window, the next windows read on helper threads while this one is sent.
+// Copying into a response buffer (fresh pages each time) was half the server's CPU on large
+// GETs.
 Status StreamRange(FileReader& reader, uint64_t first, uint64_t end, net::ResponseWriter& out) {
-  // Straight from each chunk's plaintext, about kIoBytes of chunks per window, the next
-  // windows read on helper threads while this one is sent. Copying into a response buffer
-  // (fresh pages each time) was half the server's CPU on large GETs.
   using Chunks = std::vector<std::shared_ptr<const std::string>>;
   constexpr size_t kWindowsAhead = 3;
+  // A range this large is a scan: its chunks would flush the volume's chunk cache (256 MiB by
+  // default) of what smaller, repeated reads need, so they are not kept.
+  constexpr uint64_t kScanBytes = 64 << 20;
+  const Reuse reuse = end - first >= kScanBytes ? Reuse::kUnlikely : Reuse::kLikely;
   const std::vector<ChunkRef>& chunks = reader.chunks();
   size_t next = 0;       // first chunk not yet asked for
   uint64_t next_at = 0;  // where it starts
@@ -1048,11 +1050,11 @@ Status StreamRange(FileReader& reader, uint64_t first, uint64_t end, net::Respon
     }
     if (small) {
       std::promise<Result<Chunks>> now;
-      now.set_value(reader.ReadChunks(from, next));
+      now.set_value(reader.ReadChunks(from, next, reuse));
       pending.push_back(now.get_future());
     } else {
-      pending.push_back(std::async(std::launch::async, [&reader, from, last = next] {
-        return reader.ReadChunks(from, last);
+      pending.push_back(std::async(std::launch::async, [&reader, from, last = next, reuse] {
+        return reader.ReadChunks(from, last, reuse);
       }));
     }
   };

@@ -138,12 +138,12 @@ Result<std::string> DecodeRecord(std::string record, const ChunkId& id, const Lo
   }
   const size_t header_size = RecordHeaderSize(loc.pack_version);
   const std::string_view stored = std::string_view(record).substr(header_size);
-  const bool hash = check == Check::kFull || loc.pack_version == chunk_internal::kPackVersion1;
-  if (loc.pack_version != chunk_internal::kPackVersion1 &&
-      StoredChecksum(stored) != header.stored_checksum) {
+  const bool has_checksum = loc.pack_version != chunk_internal::kPackVersion1;
+  if (has_checksum && StoredChecksum(stored) != header.stored_checksum) {
     return Corruption("checksum mismatch: the stored bytes of chunk " + id.ShortHex() +
                       " changed on disk");
   }
+  const bool hash = check == Check::kFull || !has_checksum;
   if (header.codec == Codec::kRaw && stored.size() == header.raw_size) {
     if (!hash || ChunkId::Of(AsBytes(stored)) == id) {
       record.erase(0, header_size);
@@ -209,8 +209,13 @@ class PackChunkStore final : public ChunkStore {
   void AppendRecordLocked(const ChunkId& id, Codec codec, ByteSpan stored, uint32_t raw_size,
                           uint64_t stored_checksum);
   // Appends a copy of `record` (header + stored bytes, as found at `from`) in the current
-  // version.
+  // version: unchanged when it is in it already (a record does not know its offset), with a
+  // new header when it comes from a version-1 pack.
   void CopyRecordLocked(const ChunkId& id, const Location& from, std::string_view record);
+  // Where a record like `like` goes at the end of the active pack (created if needed); once
+  // its bytes are in the tail, AppendedLocked enters it in the pack and the map.
+  Location AppendLocationLocked(Location like);
+  void AppendedLocked(const ChunkId& id, const Location& loc);
   Status MaybeHandOffLocked();
   Status HandOffLocked();
   Status SyncActiveLocked();
@@ -455,22 +460,37 @@ void PackChunkStore::EnsureActiveLocked() {
 
 void PackChunkStore::AppendRecordLocked(const ChunkId& id, Codec codec, ByteSpan stored,
                                         uint32_t raw_size, uint64_t stored_checksum) {
-  EnsureActiveLocked();
-  Pack& p = *active_;
-  const Location loc{p.id, static_cast<uint32_t>(p.data_size), static_cast<uint32_t>(stored.size()),
-                     raw_size, codec};
+  const Location loc = AppendLocationLocked(
+      {0, 0, static_cast<uint32_t>(stored.size()), raw_size, codec, kPackVersion});
   chunk_internal::AppendRecordHeader({id, codec, raw_size, loc.stored_size, stored_checksum},
-                                     &p.tail);
-  p.tail.append(AsChars(stored));
-  p.data_size += loc.record_size();
-  p.entries.push_back({id, loc});
+                                     &active_->tail);
+  active_->tail.append(AsChars(stored));
+  AppendedLocked(id, loc);
+}
+
+Location PackChunkStore::AppendLocationLocked(Location like) {
+  EnsureActiveLocked();
+  like.pack_id = active_->id;
+  like.offset = static_cast<uint32_t>(active_->data_size);
+  return like;
+}
+
+void PackChunkStore::AppendedLocked(const ChunkId& id, const Location& loc) {
+  active_->data_size += loc.record_size();
+  active_->entries.push_back({id, loc});
   SetLocationLocked(id, loc);
 }
 
 void PackChunkStore::CopyRecordLocked(const ChunkId& id, const Location& from,
                                       std::string_view record) {
-  const std::string_view stored = record.substr(RecordHeaderSize(from.pack_version));
-  AppendRecordLocked(id, from.codec, AsBytes(stored), from.raw_size, StoredChecksum(stored));
+  if (from.pack_version != kPackVersion) {
+    const std::string_view stored = record.substr(RecordHeaderSize(from.pack_version));
+    AppendRecordLocked(id, from.codec, AsBytes(stored), from.raw_size, StoredChecksum(stored));
+    return;
+  }
+  const Location loc = AppendLocationLocked(from);
+  active_->tail.append(record);
+  AppendedLocked(id, loc);
 }
 
 Status PackChunkStore::MaybeHandOffLocked() {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <functional>
 #include <random>
 #include <set>
 #include <thread>
@@ -88,6 +89,15 @@ class PackChunkStoreTest : public testing::Test {
     ASSERT_TRUE(f->Close().ok());
   }
 
+  // Closes the store, lets `edit` change pack 1's bytes on disk, and opens the store again.
+  void EditPack(const std::function<void(std::string&)>& edit) {
+    store_.reset();
+    std::string pack = ReadFile(PackPath(1));
+    edit(pack);
+    RewriteFile(PackPath(1), pack);
+    Open();
+  }
+
   std::unique_ptr<FileSystem> mem_ = NewMemFileSystem();
   PackStoreOptions opts_;
   std::unique_ptr<ChunkStore> store_;
@@ -164,13 +174,9 @@ TEST_F(PackChunkStoreTest, ReopenUsesIndexFilesRatherThanScanning) {
   for (int i = 0; i < 6; ++i) ids.push_back(Put(RandomBytes(12000, i)));  // seals pack 1
   ASSERT_TRUE(store_->Flush().ok());
   ASSERT_TRUE(fs()->Exists(IndexPath(1)));
-  store_.reset();
   // Break the first record's header: a scan would stop there and lose every later record,
   // while the index still finds them.
-  std::string pack = ReadFile(PackPath(1));
-  pack[kPackHeaderSize + 1] ^= 0x55;
-  RewriteFile(PackPath(1), pack);
-  Open();
+  EditPack([](std::string& pack) { pack[kPackHeaderSize + 1] ^= 0x55; });
   EXPECT_EQ(store_->Get(ids[0]).status().code(), StatusCode::kCorruption);
   for (int i = 1; i < 6; ++i) CheckReadable(ids[i]);
 }
@@ -194,12 +200,9 @@ TEST_F(PackChunkStoreTest, TornTailLosesOnlyTheTornRecord) {
   const ChunkId b = Put(RandomBytes(5000, 2));
   const ChunkId c = Put(RandomBytes(5000, 3));
   ASSERT_TRUE(store_->Flush().ok());
-  store_.reset();
   // Cut the file in the middle of c's record.
-  const std::string pack = ReadFile(PackPath(1));
   const size_t c_start = kPackHeaderSize + 2 * (kRecordHeaderSize + 5000);
-  RewriteFile(PackPath(1), pack.substr(0, c_start + kRecordHeaderSize + 100));
-  Open();
+  EditPack([&](std::string& pack) { pack.resize(c_start + kRecordHeaderSize + 100); });
   CheckReadable(a);
   CheckReadable(b);
   EXPECT_FALSE(store_->Contains(c));
@@ -220,13 +223,9 @@ TEST_F(PackChunkStoreTest, TornRecordWithGarbageBytesIsNotTrusted) {
   const ChunkId a = Put(RandomBytes(5000, 1));
   const ChunkId b = Put(RandomBytes(5000, 2));
   ASSERT_TRUE(store_->Flush().ok());
-  store_.reset();
   // The file kept its length but b's bytes never made it (zeros), as after some crashes.
-  std::string pack = ReadFile(PackPath(1));
   const size_t b_data = kPackHeaderSize + (kRecordHeaderSize + 5000) + kRecordHeaderSize;
-  std::fill(pack.begin() + b_data, pack.end(), '\0');
-  RewriteFile(PackPath(1), pack);
-  Open();
+  EditPack([&](std::string& pack) { std::fill(pack.begin() + b_data, pack.end(), '\0'); });
   CheckReadable(a);
   EXPECT_FALSE(store_->Contains(b));
 }
@@ -236,11 +235,8 @@ TEST_F(PackChunkStoreTest, BitFlipIsCorruptionNamingThePack) {
   const ChunkId a = Put(RandomBytes(5000, 1));
   const ChunkId b = Put(RandomBytes(5000, 2));
   ASSERT_TRUE(store_->Flush().ok());
-  store_.reset();
-  std::string pack = ReadFile(PackPath(1));
-  pack[kPackHeaderSize + kRecordHeaderSize + 1234] ^= 0x01;  // inside a's stored bytes
-  RewriteFile(PackPath(1), pack);
-  Open();  // the pack has no index: the scan stops at a, so b is lost too
+  // Inside a's stored bytes. The pack has no index: the scan stops at a, so b is lost too.
+  EditPack([](std::string& pack) { pack[kPackHeaderSize + kRecordHeaderSize + 1234] ^= 0x01; });
   EXPECT_FALSE(store_->Contains(a));
 
   // With an index, the flip is found on read instead.
@@ -251,13 +247,9 @@ TEST_F(PackChunkStoreTest, BitFlipIsCorruptionNamingThePack) {
   std::vector<ChunkId> ids;
   for (int i = 0; i < 6; ++i) ids.push_back(Put(RandomBytes(12000, 10 + i)));
   ASSERT_TRUE(store_->Flush().ok());
-  store_.reset();
   ASSERT_TRUE(fs()->Exists(IndexPath(1)));
-  pack = ReadFile(PackPath(1));
   const size_t second_record = kPackHeaderSize + kRecordHeaderSize + 12000;
-  pack[second_record + kRecordHeaderSize + 77] ^= 0x20;
-  RewriteFile(PackPath(1), pack);
-  Open();
+  EditPack([&](std::string& pack) { pack[second_record + kRecordHeaderSize + 77] ^= 0x20; });
   Result<std::string> got = store_->Get(ids[1]);
   ASSERT_EQ(got.status().code(), StatusCode::kCorruption);
   EXPECT_NE(
@@ -279,45 +271,39 @@ TEST_F(PackChunkStoreTest, BitFlipIsCorruptionNamingThePack) {
 // Reads trust a record's XXH3-64; Verify also hashes. Here the stored bytes are swapped for
 // others with a matching checksum (what no disk fault does): only the SHA-256 can tell.
 TEST_F(PackChunkStoreTest, VerifyChecksTheChunkIdNotOnlyTheChecksum) {
-  Open();
-  const ChunkId a = Put(RandomBytes(5000, 1));
-  const ChunkId b = Put(RandomBytes(5000, 2));
-  ASSERT_TRUE(store_->Flush().ok());
-  store_.reset();
-  std::string pack = ReadFile(PackPath(1));
+  const std::string a_bytes = RandomBytes(5000, 1);
+  const ChunkId a = ChunkId::Of(AsBytes(a_bytes));
   const std::string other = RandomBytes(5000, 3);
   std::string forged;
   chunk_internal::AppendRecordHeader(
       {a, Codec::kRaw, 5000, 5000, chunk_internal::StoredChecksum(other)}, &forged);
   forged += other;
-  pack.replace(kPackHeaderSize, forged.size(), forged);
-  RewriteFile(PackPath(1), pack);
-  Open();  // the pack has no index: the open scans it, and scans hash
+  auto forge = [&](std::string& pack) { pack.replace(kPackHeaderSize, forged.size(), forged); };
+
+  Open();
+  Put(a_bytes);
+  const ChunkId b = Put(RandomBytes(5000, 2));
+  ASSERT_TRUE(store_->Flush().ok());
+  EditPack(forge);  // the pack has no index: the open scans it, and scans hash
   EXPECT_FALSE(store_->Contains(a));
   EXPECT_FALSE(store_->Contains(b));  // the scan stops at the first bad record
 
-  // With the index kept, the open trusts it; Verify finds the forgery.
+  // With an index, the open trusts it; Verify finds the forgery.
   store_.reset();
   mem_ = NewMemFileSystem();
-  chunks_.clear();
   Open();
-  const ChunkId c = Put(RandomBytes(5000, 1));
-  const ChunkId d = Put(RandomBytes(5000, 2));
+  Put(a_bytes);
+  Put(RandomBytes(5000, 2));
   ASSERT_TRUE(store_->Flush().ok());
   Open();  // the scan writes the index
-  store_.reset();
   ASSERT_TRUE(fs()->Exists(IndexPath(1)));
-  pack = ReadFile(PackPath(1));
-  pack.replace(kPackHeaderSize, forged.size(), forged);
-  RewriteFile(PackPath(1), pack);
-  Open();
-  CheckReadable(d);
+  EditPack(forge);
+  CheckReadable(b);
   std::vector<ChunkProblem> problems;
   ASSERT_TRUE(store_->Verify(&problems).ok());
   ASSERT_EQ(problems.size(), 1u);
   EXPECT_NE(problems[0].status.message().find("hash mismatch"), std::string::npos)
       << problems[0].status.ToString();
-  (void)c;
 }
 
 // Packs written before format version 2 are read (their reads hash, as they always did) and
@@ -346,15 +332,10 @@ TEST_F(PackChunkStoreTest, Version1PacksAreReadAndSweptToVersion2) {
   CheckReadable(fresh);
 
   // A flipped bit in a version-1 record is caught by the SHA-256.
-  store_.reset();
-  std::string flipped = pack;
-  flipped[kPackHeaderSize + chunk_internal::kRecordHeaderSizeV1 + 10] ^= 0x01;
-  RewriteFile(PackPath(1), flipped);
-  Open();
+  const size_t in_first = kPackHeaderSize + chunk_internal::kRecordHeaderSizeV1 + 10;
+  EditPack([&](std::string& bytes) { bytes[in_first] ^= 0x01; });
   EXPECT_NE(store_->Get(ids[0]).status().message().find("hash mismatch"), std::string::npos);
-  store_.reset();
-  RewriteFile(PackPath(1), pack);
-  Open();
+  EditPack([&](std::string& bytes) { bytes[in_first] ^= 0x01; });
 
   Result<SweepStats> swept = store_->Sweep([](const ChunkId&) { return true; });
   ASSERT_TRUE(swept.ok()) << swept.status().ToString();
@@ -378,11 +359,8 @@ TEST_F(PackChunkStoreTest, TruncatedSealedPackIsCorruptionAndVerifyFindsIt) {
   std::vector<ChunkId> ids;
   for (int i = 0; i < 6; ++i) ids.push_back(Put(RandomBytes(12000, 20 + i)));
   ASSERT_TRUE(store_->Flush().ok());
-  store_.reset();
   ASSERT_TRUE(fs()->Exists(IndexPath(1)));
-  const std::string pack = ReadFile(PackPath(1));
-  RewriteFile(PackPath(1), pack.substr(0, pack.size() / 2));
-  Open();
+  EditPack([](std::string& pack) { pack.resize(pack.size() / 2); });
   CheckReadable(ids[0]);
   Result<std::string> got = store_->Get(ids[5]);
   ASSERT_EQ(got.status().code(), StatusCode::kCorruption);

@@ -13,6 +13,7 @@
 
 #include "base/ascii.h"
 #include "base/bytes.h"
+#include "chunk/chunk_id.h"
 
 namespace weft::sigv4 {
 namespace {
@@ -265,16 +266,7 @@ Result<std::string> UriDecode(std::string_view s, bool plus_is_space) {
 }
 
 std::string Sha256Hex(std::string_view data) {
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  // Fetched once, as in chunk_id.cc: the legacy EVP_sha256() handle looks the algorithm up in
-  // the provider on every call.
-  static const EVP_MD* const sha256 = [] {
-    EVP_MD* fetched = EVP_MD_fetch(nullptr, "SHA256", nullptr);
-    return fetched != nullptr ? fetched : EVP_sha256();
-  }();
-  if (EVP_Digest(data.data(), data.size(), md, &len, sha256, nullptr) != 1) CryptoFailed();
-  return ToHex(ByteSpan(md, len));
+  return weft::Sha256Hex(AsBytes(data));
 }
 
 std::string HmacSha256(std::string_view key, std::string_view data) {

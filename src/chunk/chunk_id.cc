@@ -115,6 +115,10 @@ std::array<uint8_t, 16> Md5Hasher::Finish() {
   return out;
 }
 
+std::string Sha256Hex(ByteSpan data) {
+  return ChunkId::Of(data).ToHex();
+}
+
 std::string Md5Hex(ByteSpan data) {
   std::array<uint8_t, 16> digest;
   unsigned int len = 0;

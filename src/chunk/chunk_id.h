@@ -78,6 +78,8 @@ class Md5Hasher {
 };
 
 std::string Md5Hex(ByteSpan data);
+// Lower-case hex SHA-256 of `data` (SigV4's payload and canonical-request hashes).
+std::string Sha256Hex(ByteSpan data);
 
 }  // namespace weft
 

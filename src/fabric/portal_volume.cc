@@ -1322,19 +1322,14 @@ Result<std::string> PortalFileReader::ReadAt(uint64_t offset, uint64_t length) {
 
 Result<std::vector<std::shared_ptr<const std::string>>> PortalFileReader::ReadChunks(
     size_t first, size_t last, Reuse /*reuse*/) {
-  std::vector<std::shared_ptr<const std::string>> out;
   if (last > chunks_.size()) {
     return OutOfRange(info_.path + ": chunks up to " + std::to_string(last) + " of " +
                       std::to_string(chunks_.size()));
   }
-  if (first >= last) return out;
+  if (first >= last) return std::vector<std::shared_ptr<const std::string>>();
   ReportRead(offsets_[first], offsets_[last] - offsets_[first]);
   WEFT_RETURN_IF_ERROR(Ensure(first, last - 1).WithContext(info_.path));
-  for (size_t i = first; i < last; ++i) {
-    WEFT_ASSIGN_OR_RETURN(std::shared_ptr<const std::string> chunk, ReadChunk(i));
-    out.push_back(std::move(chunk));
-  }
-  return out;
+  return Collect(first, last, [this](size_t i) { return ReadChunk(i); });
 }
 
 Result<std::shared_ptr<const std::string>> PortalFileReader::ReadChunk(size_t index) {

@@ -390,18 +390,11 @@ class LocalFileReader final : public FileReader {
   Result<std::vector<std::shared_ptr<const std::string>>> ReadChunks(size_t first, size_t last,
                                                                      Reuse reuse) override {
     if (reuse == Reuse::kLikely) return FileReader::ReadChunks(first, last, reuse);
-    if (last > manifest_.chunks.size()) {
-      return OutOfRange(info_.path + ": chunks up to " + std::to_string(last) + " of " +
-                        std::to_string(manifest_.chunks.size()));
-    }
     if (last > first + 1) WillNeed(first, last);
-    std::vector<std::shared_ptr<const std::string>> out;
-    for (size_t i = first; i < last; ++i) {
-      WEFT_ASSIGN_OR_RETURN(std::shared_ptr<const std::string> data,
-                            CheckLength(i, chunks_->GetSharedOnce(manifest_.chunks[i].id)));
-      out.push_back(std::move(data));
-    }
-    return out;
+    return Collect(first, last, [this](size_t i) -> Result<std::shared_ptr<const std::string>> {
+      if (i >= manifest_.chunks.size()) return ReadChunk(i);  // its OutOfRange
+      return CheckLength(i, chunks_->GetSharedOnce(manifest_.chunks[i].id));
+    });
   }
 
   void WillNeed(size_t first, size_t last) override {

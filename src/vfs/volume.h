@@ -148,11 +148,11 @@ class FileWriter {
   virtual uint64_t bytes_written() const = 0;
 };
 
-// Reads one version of one file, fixed at open: a concurrent overwrite never tears what it
-// reads. Thread-safe.
 // Whether the chunks a read brings in are worth keeping in memory after it.
 enum class Reuse { kLikely, kUnlikely };
 
+// Reads one version of one file, fixed at open: a concurrent overwrite never tears what it
+// reads. Thread-safe.
 class FileReader {
  public:
   virtual ~FileReader() = default;
@@ -171,16 +171,24 @@ class FileReader {
                                                                              size_t last,
                                                                              Reuse /*reuse*/) {
     if (last > first + 1) WillNeed(first, last);
-    std::vector<std::shared_ptr<const std::string>> out;
-    for (size_t i = first; i < last; ++i) {
-      WEFT_ASSIGN_OR_RETURN(std::shared_ptr<const std::string> chunk, ReadChunk(i));
-      out.push_back(std::move(chunk));
-    }
-    return out;
+    return Collect(first, last, [this](size_t i) { return ReadChunk(i); });
   }
   // A hint that chunks [first, last) will be read soon: a reader over local packs starts
   // reading them from disk in the background. The default does nothing.
   virtual void WillNeed(size_t /*first*/, size_t /*last*/) {}
+
+ protected:
+  // `get(i)` for each of chunks [first, last), stopping at the first error.
+  template <class Get>
+  static Result<std::vector<std::shared_ptr<const std::string>>> Collect(size_t first, size_t last,
+                                                                         Get&& get) {
+    std::vector<std::shared_ptr<const std::string>> out;
+    for (size_t i = first; i < last; ++i) {
+      WEFT_ASSIGN_OR_RETURN(std::shared_ptr<const std::string> chunk, get(i));
+      out.push_back(std::move(chunk));
+    }
+    return out;
+  }
 };
 
 struct SetAttrRequest {

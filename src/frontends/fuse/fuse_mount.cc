@@ -1088,7 +1088,7 @@ class FuseMountImpl final : public FuseMount {
   // copy and fresh pages per byte, a fifth of the daemon's CPU on sequential reads.
   static void ReplyFromChunks(fuse_req_t req, ReadHandle& r, uint64_t off, size_t size) {
     const std::vector<uint64_t>& ends = r.ChunkEnds();
-    const uint64_t end = std::min<uint64_t>(off + size, ends.empty() ? 0 : ends.back());
+    const uint64_t end = std::min<uint64_t>(off + size, r.reader->info().size);
     if (off >= end) return (void)fuse_reply_buf(req, nullptr, 0);
     const size_t first = std::upper_bound(ends.begin(), ends.end(), off) - ends.begin();
     const size_t last = std::lower_bound(ends.begin(), ends.end(), end) - ends.begin() + 1;

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <random>
 #include <string>
 #include <vector>
@@ -326,6 +327,32 @@ TEST(SigV4Example, StreamingSeedAndChunkSignatures) {
   }
   EXPECT_TRUE(rest.empty());
   EXPECT_EQ(decoded.size(), 66560u);
+}
+
+// SigningKey remembers derived keys: every part of the scope must pick its own, however the
+// calls interleave.
+TEST(SigningKeyTest, CachedKeysMatchTheDerivationForEachScope) {
+  auto derive = [](std::string_view secret, std::string_view date, std::string_view region,
+                   std::string_view service) {
+    std::string k = HmacSha256("AWS4" + std::string(secret), date);
+    k = HmacSha256(k, region);
+    k = HmacSha256(k, service);
+    return HmacSha256(k, "aws4_request");
+  };
+  const std::vector<std::array<std::string, 4>> scopes = {
+      {std::string(kSecret), "20130524", "us-east-1", "s3"},
+      {"other-secret", "20130524", "us-east-1", "s3"},
+      {std::string(kSecret), "20130525", "us-east-1", "s3"},
+      {std::string(kSecret), "20130524", "eu-west-1", "s3"},
+      {std::string(kSecret), "20130524", "us-east-1", "sts"},
+      // The parts' boundaries matter: "a" + "bc" is not "ab" + "c".
+      {"x", "2013052", "4us-east-1", "s3"}};
+  for (int round = 0; round < 2; ++round) {
+    for (const auto& [secret, date, region, service] : scopes) {
+      EXPECT_EQ(SigningKey(secret, date, region, service), derive(secret, date, region, service))
+          << secret << " " << date << " " << region << " " << service;
+    }
+  }
 }
 
 TEST(ChunkVerifier, RejectsTamperingAndReorderingWithoutAdvancing) {

@@ -41,8 +41,9 @@ class RecordingResponseWriter : public ResponseWriter {
     started_ = true;
     return OkStatus();
   }
-  Status Write(std::string_view data) override {
-    body_ += data;
+  using ResponseWriter::Write;
+  Status Write(std::span<const std::string_view> pieces) override {
+    for (std::string_view piece : pieces) body_ += piece;
     return OkStatus();
   }
   Status Finish() override { return OkStatus(); }

@@ -26,9 +26,10 @@ class CountingResponse : public net::ResponseWriter {
     status_ = status;
     return inner_.Start(status, headers, content_length);
   }
-  Status Write(std::string_view data) override {
-    bytes_ += data.size();
-    return inner_.Write(data);
+  using net::ResponseWriter::Write;
+  Status Write(std::span<const std::string_view> pieces) override {
+    for (std::string_view piece : pieces) bytes_ += piece.size();
+    return inner_.Write(pieces);
   }
   Status Finish() override { return inner_.Finish(); }
   bool started() const override { return inner_.started(); }

@@ -124,9 +124,7 @@ std::string Where(uint64_t pack_id, uint64_t offset) {
 enum class Check { kChecksum, kFull };
 
 // Checks a record (header + stored bytes) against what the map says and returns the plaintext.
-// A raw record becomes the plaintext in place: a cold read then allocates and copies its bytes
-// once, not twice.
-Result<std::string> DecodeRecord(std::string record, const ChunkId& id, const Location& loc,
+Result<std::string> DecodeRecord(std::string_view record, const ChunkId& id, const Location& loc,
                                  Check check) {
   WEFT_ASSIGN_OR_RETURN(RecordHeader header, DecodeRecordHeader(record, loc.pack_version));
   if (header.id != id) {
@@ -137,7 +135,7 @@ Result<std::string> DecodeRecord(std::string record, const ChunkId& id, const Lo
     return Corruption("record header disagrees with the index");
   }
   const size_t header_size = RecordHeaderSize(loc.pack_version);
-  const std::string_view stored = std::string_view(record).substr(header_size);
+  const std::string_view stored = record.substr(header_size);
   const bool has_checksum = loc.pack_version != chunk_internal::kPackVersion1;
   if (has_checksum && StoredChecksum(stored) != header.stored_checksum) {
     return Corruption("checksum mismatch: the stored bytes of chunk " + id.ShortHex() +
@@ -145,10 +143,7 @@ Result<std::string> DecodeRecord(std::string record, const ChunkId& id, const Lo
   }
   const bool hash = check == Check::kFull || !has_checksum;
   if (header.codec == Codec::kRaw && stored.size() == header.raw_size) {
-    if (!hash || ChunkId::Of(AsBytes(stored)) == id) {
-      record.erase(0, header_size);
-      return record;
-    }
+    if (!hash || ChunkId::Of(AsBytes(stored)) == id) return std::string(stored);
   } else {
     WEFT_ASSIGN_OR_RETURN(std::string plain,
                           DecodeChunk(header.codec, AsBytes(stored), header.raw_size));
@@ -368,8 +363,7 @@ Result<PackChunkStore::ScanResult> PackChunkStore::ScanPack(uint64_t id, uint64_
     if (end - offset < loc.record_size()) break;
     buf.resize(loc.record_size());
     WEFT_ASSIGN_OR_RETURN(got, file->ReadAt(offset, buf.size(), buf.data()));
-    if (got.size() < buf.size() ||
-        !DecodeRecord(std::string(got), rh->id, loc, Check::kFull).ok()) {
+    if (got.size() < buf.size() || !DecodeRecord(got, rh->id, loc, Check::kFull).ok()) {
       break;
     }
     result.entries.push_back({rh->id, offset, rh->stored_size, rh->raw_size, rh->codec});
@@ -668,7 +662,7 @@ bool PackChunkStore::Contains(const ChunkId& id) {
 Result<std::string> PackChunkStore::ReadChunkAt(const ChunkId& id, const Location& loc, Check check,
                                                 std::string* record) {
   const std::string where = Where(loc.pack_id, loc.offset);
-  std::string bytes;
+  std::string tail;  // a copy of the record while it lies in the unsynced tail
   std::shared_ptr<RandomAccessFile> reader;
   {
     std::lock_guard lock(mu_);
@@ -680,26 +674,34 @@ Result<std::string> PackChunkStore::ReadChunkAt(const ChunkId& id, const Locatio
       if (start + loc.record_size() > pack.tail.size()) {
         return Internal(where + ": record lies outside the unsynced tail");
       }
-      bytes.assign(pack.tail, start, loc.record_size());
+      tail.assign(pack.tail, start, loc.record_size());
     } else {
       Result<std::shared_ptr<RandomAccessFile>> opened = ReaderLocked(&pack);
       if (!opened.ok()) return opened.status().WithContext(where);
       reader = std::move(opened).value();
     }
   }
+  std::string_view bytes = tail;
+  std::string once;  // the buffer for a record too large to keep one per thread
   if (reader != nullptr) {
-    bytes.resize(loc.record_size());
-    Result<std::string_view> got = reader->ReadAt(loc.offset, bytes.size(), bytes.data());
+    // Records are read into a buffer each thread keeps: a fresh string per record would be
+    // zero-filled before the read and its plaintext then shifted over the header, two more
+    // passes over every byte a large GET sends.
+    constexpr size_t kKeptBytes = 2 << 20;
+    thread_local std::string scratch;
+    std::string& buffer = loc.record_size() <= kKeptBytes ? scratch : once;
+    if (buffer.size() < loc.record_size()) buffer.resize(loc.record_size());
+    Result<std::string_view> got = reader->ReadAt(loc.offset, loc.record_size(), buffer.data());
     if (!got.ok()) return got.status().WithContext(where);
-    if (got->size() < bytes.size()) {
+    if (got->size() < loc.record_size()) {
       return Corruption(where + ": truncated pack: the record needs " +
-                        std::to_string(bytes.size()) + " bytes, the file ends after " +
+                        std::to_string(loc.record_size()) + " bytes, the file ends after " +
                         std::to_string(got->size()));
     }
-    if (got->data() != bytes.data()) bytes.assign(*got);
+    bytes = *got;
   }
-  if (record != nullptr) *record = bytes;
-  Result<std::string> plain = DecodeRecord(std::move(bytes), id, loc, check);
+  if (record != nullptr) record->assign(bytes);
+  Result<std::string> plain = DecodeRecord(bytes, id, loc, check);
   if (!plain.ok()) return plain.status().WithContext(where);
   return plain;
 }

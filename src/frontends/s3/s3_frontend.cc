@@ -1020,10 +1020,11 @@ int CheckConditions(const S3Request& r, const FileInfo& info, std::string_view p
 
 // Sends bytes [first, end) of `reader` straight from each chunk's plaintext, one gather write
 // per window of about kWindowBytes of chunks, while the reader is told (WillNeed) of the next
-// kWindowsAhead windows so that the disk, or the hub, works ahead of the sends. Reading on the
-// sending thread is what nginx does: on a small machine a helper thread reading ahead only
-// competed with the sender and the client for the cores (0.6x nginx with one, 0.8x without),
-// and copying into a response buffer (fresh pages each time) was half the server's CPU.
+// kWindowsAhead windows so that the disk works ahead of the sends (a spoke's reader fetches
+// ahead of sequential reads on its own). Reading on the sending thread is what nginx does: on
+// a small machine a helper thread reading ahead only competed with the sender and the client
+// for the cores (0.6x nginx with one, 0.8x without), and copying into a response buffer
+// (fresh pages each time) was half the server's CPU.
 Status StreamRange(FileReader& reader, uint64_t first, uint64_t end, net::ResponseWriter& out) {
   // Measured on 2 cores with curl: 256-512 KiB windows served 2.5 GB/s, 1-4 MiB ones 2.1: the
   // socket drains while the next, smaller window is read.

@@ -1086,14 +1086,15 @@ class FuseMountImpl final : public FuseMount {
 
   // Replies with slices of the chunks themselves: copying them into one buffer first cost a
   // copy and fresh pages per byte, a fifth of the daemon's CPU on sequential reads.
-  static void ReplyFromChunks(fuse_req_t req, ReadHandle& r, uint64_t off, size_t size) {
+  static void ReplyFromChunks(fuse_req_t req, ReadHandle& r, uint64_t off, size_t size,
+                              Reuse reuse) {
     const std::vector<uint64_t>& ends = r.ChunkEnds();
     const uint64_t end = std::min<uint64_t>(off + size, r.reader->info().size);
     if (off >= end) return (void)fuse_reply_buf(req, nullptr, 0);
     const size_t first = std::upper_bound(ends.begin(), ends.end(), off) - ends.begin();
     const size_t last = std::lower_bound(ends.begin(), ends.end(), end) - ends.begin() + 1;
     Result<std::vector<std::shared_ptr<const std::string>>> chunks =
-        r.reader->ReadChunks(first, last, Reuse::kLikely);
+        r.reader->ReadChunks(first, last, reuse);
     if (!chunks.ok()) return (void)fuse_reply_err(req, ErrnoOf(chunks.status()));
     std::vector<iovec> iov;
     iov.reserve(chunks->size());
@@ -1119,7 +1120,12 @@ class FuseMountImpl final : public FuseMount {
     Handle* h = held.get();
     if (auto* r = dynamic_cast<ReadHandle*>(h)) {
       if (self->read_ahead_) self->ReadAheadOf(*r, static_cast<uint64_t>(off), size);
-      return ReplyFromChunks(req, *r, static_cast<uint64_t>(off), size);
+      // Without opens (a read-only exclusive mount) the kernel keeps every page it was sent,
+      // so the chunk cache would hold a second copy: not keeping the chunks lets each reply
+      // reuse memory the daemon has touched already. On this VM a first touch of a page costs
+      // ~11 us: 40 % of the time of a cold 115 KB file went there (1,100 -> 1,900 files/s).
+      return ReplyFromChunks(req, *r, static_cast<uint64_t>(off), size,
+                             self->zero_open_ ? Reuse::kUnlikely : Reuse::kLikely);
     }
     if (auto* m = dynamic_cast<MemoryHandle*>(h)) {
       size_t start = std::min(m->bytes.size(), static_cast<size_t>(off));

@@ -27,6 +27,7 @@
 #include <ctime>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -110,12 +111,15 @@ class CheckedResponse : public net::ResponseWriter {
     length_ = content_length;
     return OkStatus();
   }
-  Status Write(std::string_view data) override {
+  using net::ResponseWriter::Write;
+  Status Write(std::span<const std::string_view> pieces) override {
     FUZZ_CHECK(started_ && !finished_, "Write outside Start..Finish");
-    FUZZ_CHECK(!length_ || data.size() <= *length_ - body.size(),
-               "the body is longer than its Content-Length %llu",
-               static_cast<unsigned long long>(*length_));
-    body += data;
+    for (std::string_view piece : pieces) {
+      FUZZ_CHECK(!length_ || piece.size() <= *length_ - body.size(),
+                 "the body is longer than its Content-Length %llu",
+                 static_cast<unsigned long long>(*length_));
+      body += piece;
+    }
     return OkStatus();
   }
   Status Finish() override {

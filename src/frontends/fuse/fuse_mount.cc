@@ -1120,12 +1120,13 @@ class FuseMountImpl final : public FuseMount {
     Handle* h = held.get();
     if (auto* r = dynamic_cast<ReadHandle*>(h)) {
       if (self->read_ahead_) self->ReadAheadOf(*r, static_cast<uint64_t>(off), size);
-      // Without opens (a read-only exclusive mount) the kernel keeps every page it was sent,
-      // so the chunk cache would hold a second copy: not keeping the chunks lets each reply
-      // reuse memory the daemon has touched already. On this VM a first touch of a page costs
-      // ~11 us: 40 % of the time of a cold 115 KB file went there (1,100 -> 1,900 files/s).
+      // On an exclusive mount the kernel keeps the pages of a file while its version stays
+      // (zero-message opens, or keep_cache on reopening it), so the chunk cache would hold a
+      // second copy: not keeping the chunks lets each reply reuse memory the daemon has
+      // touched already. On this VM a first touch of a page costs ~11 us: 40 % of the time
+      // of a cold 115 KB file went there (1,100 -> 1,900 files/s).
       return ReplyFromChunks(req, *r, static_cast<uint64_t>(off), size,
-                             self->zero_open_ ? Reuse::kUnlikely : Reuse::kLikely);
+                             self->options_.exclusive ? Reuse::kUnlikely : Reuse::kLikely);
     }
     if (auto* m = dynamic_cast<MemoryHandle*>(h)) {
       size_t start = std::min(m->bytes.size(), static_cast<size_t>(off));

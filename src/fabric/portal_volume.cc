@@ -24,6 +24,10 @@ namespace weft::fabric {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+// Plaintext of chunks just fetched, handed straight to the reader that asked for them, so
+// that an eviction round between the fetch and the read cannot take them away. The keys are
+// the chunks wanted; a value stays null unless its chunk came in that fetch.
+using FetchedChunks = std::unordered_map<ChunkId, std::shared_ptr<const std::string>, ChunkIdHash>;
 
 Result<std::string> Normalise(std::string_view path) {
   WEFT_ASSIGN_OR_RETURN(auto segments, SplitPath(path));
@@ -103,8 +107,12 @@ class PortalFileReader final : public FileReader {
   PortalVolumeImpl* owner() const { return volume_; }
 
  private:
-  // Makes chunks [first, last] local, plus read-ahead when the reader is sequential.
-  Status Ensure(size_t first, size_t last);
+  // Makes chunks [first, last] local, plus read-ahead when the reader is sequential; the
+  // plaintext of those of [first, last] it fetched is handed back in `*fetched`.
+  Status Ensure(size_t first, size_t last, FetchedChunks* fetched);
+  // Chunk `index`, from `fetched` if Ensure handed it back, else as ReadChunk reads it.
+  Result<std::shared_ptr<const std::string>> ReadEnsuredChunk(size_t index,
+                                                              const FetchedChunks& fetched);
   // Tells NeuralCache of the blocks of [offset, offset + length) this reader has not read yet.
   void ReportRead(uint64_t offset, uint64_t length);
   // The ids of the chunks that overlap block `block` (cache::kBlockBytes each).
@@ -618,16 +626,19 @@ class PortalVolumeImpl final : public PortalVolume, private DataStore {
   };
 
   // Fetches the listed chunks of one version that are not local, in parallel batches; with
-  // `force`, also those the store claims (an eviction round may be removing them).
+  // `force`, also those the store claims (an eviction round may be removing them). The
+  // plaintext of fetched chunks whose ids are keys of `*kept` is handed back there.
   Status FetchChunks(const std::string& hub_path, const std::string& version,
                      const std::vector<ChunkRef>& chunks, const std::vector<size_t>& indices,
-                     bool force = false) {
-    return FetchMany({FetchItem{hub_path, version, &chunks, indices}}, force);
+                     bool force = false, FetchedChunks* kept = nullptr) {
+    return FetchMany({FetchItem{hub_path, version, &chunks, indices}}, force, kept);
   }
 
   // Fetches the chunks `items` name that are not local: requests of up to batch_bytes, each
-  // carrying chunks of as many files as fit, one per connection at a time.
-  Status FetchMany(const std::vector<FetchItem>& items, bool force = false) {
+  // carrying chunks of as many files as fit, one per connection at a time. Fetched chunks
+  // whose ids are keys of `*kept` get their plaintext there, as well as in the store.
+  Status FetchMany(const std::vector<FetchItem>& items, bool force = false,
+                   FetchedChunks* kept = nullptr) {
     using Batch = std::vector<std::pair<size_t, std::vector<size_t>>>;  // (item, indices)
     std::vector<Batch> batches(1);
     uint64_t batch_bytes = 0;
@@ -653,6 +664,7 @@ class PortalVolumeImpl final : public PortalVolume, private DataStore {
     if (batches.back().empty()) batches.pop_back();
     // At most one batch per connection at a time; waves of them for a long read.
     const size_t parallel = std::max<size_t>(1, hub_->connections());
+    std::mutex kept_mu;
     Status first;
     for (size_t start = 0; start < batches.size() && first.ok(); start += parallel) {
       std::vector<std::future<Status>> running;
@@ -667,7 +679,7 @@ class PortalVolumeImpl final : public PortalVolume, private DataStore {
           }
           json args = {{"items", std::move(wanted)}};
           WEFT_ASSIGN_OR_RETURN(std::string frames, hub_->CallBinary("fetch", args));
-          WEFT_ASSIGN_OR_RETURN(size_t got, StoreFrames(frames));
+          WEFT_ASSIGN_OR_RETURN(size_t got, StoreFrames(frames, kept, &kept_mu));
           if (got != expected)
             return Internal("hub sent " + std::to_string(got) + " of " + std::to_string(expected) +
                             " chunks");
@@ -682,14 +694,22 @@ class PortalVolumeImpl final : public PortalVolume, private DataStore {
     return first;
   }
 
-  // Stores the chunk frames of a hub answer (verified by id as they are put); how many.
-  Result<size_t> StoreFrames(std::string_view in) {
+  // Stores the chunk frames of a hub answer (verified by id as they are put), handing those
+  // `*kept` names back there too; how many.
+  Result<size_t> StoreFrames(std::string_view in, FetchedChunks* kept = nullptr,
+                             std::mutex* kept_mu = nullptr) {
     bytes_fetched_ += in.size();
     size_t got = 0;
     while (true) {
       WEFT_ASSIGN_OR_RETURN(std::optional<ChunkFrame> frame, NextChunkFrame(&in));
       if (!frame) return got;
       WEFT_RETURN_IF_ERROR(chunks_->Put(frame->id, AsBytes(frame->plaintext)).status());
+      if (kept != nullptr) {
+        std::lock_guard lock(*kept_mu);
+        if (auto it = kept->find(frame->id); it != kept->end()) {
+          it->second = std::make_shared<const std::string>(std::move(frame->plaintext));
+        }
+      }
       ++chunks_fetched_;
       ++got;
     }
@@ -1254,7 +1274,8 @@ class PortalVolumeImpl final : public PortalVolume, private DataStore {
 
 // --- reader ---
 
-Status PortalFileReader::Ensure(size_t first, size_t last) {
+Status PortalFileReader::Ensure(size_t first, size_t last, FetchedChunks* fetched) {
+  for (size_t i = first; i <= last; ++i) fetched->emplace(chunks_[i].id, nullptr);
   std::vector<size_t> wanted;
   {
     std::lock_guard lock(mu_);
@@ -1273,7 +1294,7 @@ Status PortalFileReader::Ensure(size_t first, size_t last) {
   }
   std::sort(wanted.begin(), wanted.end());
   wanted.erase(std::unique(wanted.begin(), wanted.end()), wanted.end());
-  return volume_->FetchChunks(hub_path_, info_.version_id, chunks_, wanted);
+  return volume_->FetchChunks(hub_path_, info_.version_id, chunks_, wanted, false, fetched);
 }
 
 void PortalFileReader::ReportRead(uint64_t offset, uint64_t length) {
@@ -1309,10 +1330,11 @@ Result<std::string> PortalFileReader::ReadAt(uint64_t offset, uint64_t length) {
   size_t last = std::upper_bound(offsets_.begin(), offsets_.end(), offset + length - 1) -
                 offsets_.begin() - 1;
   ReportRead(offset, length);
-  WEFT_RETURN_IF_ERROR(Ensure(first, last).WithContext(info_.path));
+  FetchedChunks fetched;
+  WEFT_RETURN_IF_ERROR(Ensure(first, last, &fetched).WithContext(info_.path));
   out.reserve(length);
   for (size_t i = first; i <= last; ++i) {
-    WEFT_ASSIGN_OR_RETURN(std::shared_ptr<const std::string> data, ReadChunk(i));
+    WEFT_ASSIGN_OR_RETURN(std::shared_ptr<const std::string> data, ReadEnsuredChunk(i, fetched));
     uint64_t begin = i == first ? offset - offsets_[i] : 0;
     uint64_t n = std::min<uint64_t>(data->size() - begin, length - out.size());
     out.append(*data, begin, n);
@@ -1328,8 +1350,20 @@ Result<std::vector<std::shared_ptr<const std::string>>> PortalFileReader::ReadCh
   }
   if (first >= last) return std::vector<std::shared_ptr<const std::string>>();
   ReportRead(offsets_[first], offsets_[last] - offsets_[first]);
-  WEFT_RETURN_IF_ERROR(Ensure(first, last - 1).WithContext(info_.path));
-  return Collect(first, last, [this](size_t i) { return ReadChunk(i); });
+  FetchedChunks fetched;
+  WEFT_RETURN_IF_ERROR(Ensure(first, last - 1, &fetched).WithContext(info_.path));
+  return Collect(first, last, [&](size_t i) { return ReadEnsuredChunk(i, fetched); });
+}
+
+Result<std::shared_ptr<const std::string>> PortalFileReader::ReadEnsuredChunk(
+    size_t index, const FetchedChunks& fetched) {
+  auto it = fetched.find(chunks_[index].id);
+  if (it == fetched.end() || it->second == nullptr) return ReadChunk(index);
+  if (it->second->size() != chunks_[index].length) {
+    return Corruption(info_.path + ": chunk " + chunks_[index].id.ShortHex() +
+                      " has the wrong length");
+  }
+  return it->second;
 }
 
 Result<std::shared_ptr<const std::string>> PortalFileReader::ReadChunk(size_t index) {
@@ -1339,13 +1373,19 @@ Result<std::shared_ptr<const std::string>> PortalFileReader::ReadChunk(size_t in
   }
   const ChunkRef& c = chunks_[index];
   Result<std::shared_ptr<const std::string>> data = volume_->chunk_store().GetShared(c.id);
-  // Evicted since (or while) it was fetched: fetch it again, even if the store still lists
-  // it (an eviction round may be removing it right now).
-  for (int attempt = 0; attempt < 3 && !data.ok() && data.status().code() == StatusCode::kNotFound;
-       ++attempt) {
-    WEFT_RETURN_IF_ERROR(
-        volume_->FetchChunks(hub_path_, info_.version_id, chunks_, {index}, attempt > 0));
-    data = volume_->chunk_store().GetShared(c.id);
+  if (!data.ok() && data.status().code() == StatusCode::kNotFound) {
+    // Evicted since (or while) it was fetched: fetch it again, even if the store still lists
+    // it (an eviction round may be removing it right now), and take the fetched plaintext
+    // rather than the store's copy, which the next round could evict before it is read.
+    FetchedChunks fetched = {{c.id, nullptr}};
+    WEFT_RETURN_IF_ERROR(volume_
+                             ->FetchChunks(hub_path_, info_.version_id, chunks_, {index},
+                                           /*force=*/true, &fetched)
+                             .WithContext(info_.path));
+    if (fetched[c.id] == nullptr) {
+      return Internal(info_.path + ": the hub did not send chunk " + c.id.ShortHex());
+    }
+    data = fetched[c.id];
   }
   if (!data.ok()) return data.status().WithContext(info_.path);
   if ((*data)->size() != c.length) {

@@ -1024,8 +1024,11 @@ int CheckConditions(const S3Request& r, const FileInfo& info, std::string_view p
 // ahead of sequential reads on its own). Reading on the sending thread is what nginx does: on
 // a small machine a helper thread reading ahead only competed with the sender and the client
 // for the cores (0.6x nginx with one, 0.8x without), and copying into a response buffer
-// (fresh pages each time) was half the server's CPU.
-Status StreamRange(FileReader& reader, uint64_t first, uint64_t end, net::ResponseWriter& out) {
+// (fresh pages each time) was half the server's CPU. `start` sends the headers once the first
+// window is in hand, so that a read that fails at once (a spoke that cannot reach its hub)
+// is answered with an error rather than a short body.
+Status StreamRange(FileReader& reader, uint64_t first, uint64_t end, net::ResponseWriter& out,
+                   const std::function<Status()>& start) {
   // Measured on 2 cores with curl: 256-512 KiB windows served 2.5 GB/s, 1-4 MiB ones 2.1: the
   // socket drains while the next, smaller window is read.
   constexpr uint64_t kWindowBytes = 512 << 10;
@@ -1053,12 +1056,14 @@ Status StreamRange(FileReader& reader, uint64_t first, uint64_t end, net::Respon
     reader.WillNeed(windows[from].first, windows[to].second);
   };
   if (windows.size() > 1) will_need(0, std::min(kWindowsAhead, windows.size() - 1));
+  if (windows.empty()) WEFT_RETURN_IF_ERROR(start());
   std::vector<std::string_view> pieces;
   for (size_t w = 0; w < windows.size(); ++w) {
     if (w > 0 && w + kWindowsAhead < windows.size())
       will_need(w + kWindowsAhead, w + kWindowsAhead);
     WEFT_ASSIGN_OR_RETURN(std::vector<std::shared_ptr<const std::string>> data,
                           reader.ReadChunks(windows[w].first, windows[w].second, reuse));
+    if (w == 0) WEFT_RETURN_IF_ERROR(start());
     pieces.clear();
     for (const std::shared_ptr<const std::string>& chunk : data) {
       const uint64_t skip = first > at ? first - at : 0;
@@ -1192,9 +1197,24 @@ void S3Frontend::Call::GetObject(bool head) {
     }
   }
   headers.push_back({"x-amz-request-id", request_id_});
-  if (!response_.Start(status, headers, length).ok()) return;
-  // Headers are out: on a read error the only honest signal left is a short body.
-  if (!head && !StreamRange(**reader, first, first + length, response_).ok()) return;
+  bool started = false;
+  auto start = [&] {
+    started = true;
+    return response_.Start(status, headers, length);
+  };
+  Status sent = head ? start() : StreamRange(**reader, first, first + length, response_, start);
+  // Once the headers are out, the only honest signal of a read error is a short body.
+  if (!sent.ok()) {
+    if (started) return;
+    // The object exists: a missing chunk or range behind it is the server's failure, not a
+    // missing key or a bad range in the request. A hub out of reach stays 503.
+    const StatusCode code = sent.code();
+    if (code == StatusCode::kNotFound || code == StatusCode::kOutOfRange ||
+        code == StatusCode::kInvalidArgument) {
+      sent = Internal(sent.message());
+    }
+    return SendStatus(sent);
+  }
   (void)response_.Finish();
 }
 

@@ -41,7 +41,8 @@ class S3Test : public ::testing::Test {
  protected:
   void SetUp() override {
     clock_.SetNanos(kNow * 1'000'000'000);
-    auto volume = NewLocalVolume(NewMemKvStore(), NewMemChunkStore());
+    chunks_ = NewMemChunkStore();
+    auto volume = NewLocalVolume(NewMemKvStore(), chunks_);
     ASSERT_TRUE(volume.ok());
     volume_ = std::move(volume).value();
     auto identities = auth::IdentityStore::Open(NewMemKvStore(), std::string(32, 'k'), &clock_);
@@ -118,6 +119,7 @@ class S3Test : public ::testing::Test {
 
   FakeClock clock_;
   int64_t sign_skew_seconds_ = 0;  // the client's clock minus the server's
+  std::shared_ptr<ChunkStore> chunks_;
   std::unique_ptr<Volume> volume_;
   std::unique_ptr<auth::IdentityStore> identities_;
   std::unique_ptr<S3Frontend> frontend_;
@@ -217,6 +219,18 @@ TEST_F(S3Test, RangesOfAManyChunkObjectGetTheirBytes) {
     EXPECT_EQ(got.status, 206);
     EXPECT_EQ(got.body, body.substr(first, last - first + 1)) << first << "-" << last;
   }
+}
+
+// A GET whose bytes cannot be read (here: its chunks are gone from the store) is a clean
+// server error, not a 200 with a short body nor a NoSuchKey: the object exists.
+TEST_F(S3Test, AnObjectWhoseBytesCannotBeReadIsAServerError) {
+  ASSERT_EQ(Send("PUT", "/data").status, 200);
+  ASSERT_EQ(Send("PUT", "/data/lost", std::string(200'000, 'x')).status, 200);
+  ASSERT_TRUE(chunks_->Sweep([](const ChunkId&) { return false; }).ok());
+  Reply got = Send("GET", "/data/lost");
+  EXPECT_EQ(got.status, 500);
+  EXPECT_TRUE(got.HasCode("InternalError")) << got.body;
+  EXPECT_EQ(Send("HEAD", "/data/lost").status, 200);  // its metadata is intact
 }
 
 TEST_F(S3Test, PutGetRoundTripWithMetadataAndRanges) {

@@ -217,6 +217,49 @@ TEST_F(FabricTest, ASmallFileArrivesWithItsLookupInOneRoundTrip) {
   EXPECT_GT((*spoke)->hub().bytes_received(), large.size() / 2);
 }
 
+// Stats of the files of one directory share one listing of it, so a job opening each file
+// (a FUSE lookup, then the read) costs one round trip per file: the read's lookup, which
+// brings a small file's bytes. A name the whole listing lacks is not there; a change at the
+// hub is seen at once.
+TEST_F(FabricTest, StatsInOneDirectoryShareOneListing) {
+  WriteOptions parents;
+  parents.create_parents = true;
+  std::vector<std::string> bodies;
+  for (int i = 0; i < 20; ++i) {
+    bodies.push_back(RandomBytes(1000 + i * 500, 40 + i));
+    ASSERT_TRUE(Put(hub_.volume(), "/data/imgs/f" + std::to_string(i), bodies[i], parents).ok());
+  }
+  auto spoke = OpenSpoke(hub_.url(), {"/data"});
+  ASSERT_TRUE(spoke.ok()) << spoke.status().ToString();
+  Volume& v = **spoke;
+  const uint64_t misses = (*spoke)->Stats().metadata_misses;
+  for (int i = 0; i < 20; ++i) {
+    auto info = v.Stat(ctx_, "/data/imgs/f" + std::to_string(i));
+    ASSERT_TRUE(info.ok()) << info.status().ToString();
+    EXPECT_EQ(info->size, bodies[i].size());
+    EXPECT_EQ(info->path, "/data/imgs/f" + std::to_string(i));
+  }
+  EXPECT_EQ((*spoke)->Stats().metadata_misses, misses + 1);
+  Status missing = v.Stat(ctx_, "/data/imgs/nope").status();
+  EXPECT_EQ(missing.code(), StatusCode::kNotFound);
+  EXPECT_NE(missing.message().find("/data/imgs/nope"), std::string::npos) << missing.ToString();
+  EXPECT_EQ((*spoke)->Stats().metadata_misses, misses + 1);
+  for (int i = 0; i < 20; ++i) EXPECT_EQ(*Get(v, "/data/imgs/f" + std::to_string(i)), bodies[i]);
+  EXPECT_EQ((*spoke)->Stats().metadata_misses, misses + 21);
+  EXPECT_EQ((*spoke)->hub().bytes_received(), 0u);  // every byte came with a lookup
+  ASSERT_TRUE(Put(hub_.volume(), "/data/imgs/nope", "now here").ok());
+  auto added = v.Stat(ctx_, "/data/imgs/nope");
+  ASSERT_TRUE(added.ok()) << added.status().ToString();
+  EXPECT_EQ(added->size, 8u);
+  // The root has no directory to be listed in (a spoke of the whole namespace).
+  auto whole = OpenSpoke(hub_.url(), {"/"});
+  ASSERT_TRUE(whole.ok()) << whole.status().ToString();
+  for (const char* path : {"/", "/data", "/data/imgs", "/data/imgs/f3"}) {
+    EXPECT_TRUE((*whole)->Stat(ctx_, path).ok()) << path;
+  }
+  EXPECT_EQ((*whole)->Stat(ctx_, "/nope").status().code(), StatusCode::kNotFound);
+}
+
 TEST_F(FabricTest, WriteAtSpokeIsDurableAtHubBeforeItReturns) {
   auto spoke = OpenSpoke(hub_.url(), {"/data"});
   ASSERT_TRUE(spoke.ok()) << spoke.status().ToString();

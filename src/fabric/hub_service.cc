@@ -514,11 +514,13 @@ Status HubService::List(Call& call) {
   call.reply["lease_ms"] = lease.count();
   WEFT_ASSIGN_OR_RETURN(ReadDirPage page, std::move(listed));
   json entries = json::array();
+  bool withheld = false;
   for (const DirEntry& e : page.entries) {
     if (e.info && e.type == FileType::kDirectory) {
       auto it = e.info->attributes.find(kResidencyAttribute);
       // Not even the name of a directory resident elsewhere leaves the hub.
       if (it != e.info->attributes.end() && !SiteMayHold(call.tags, SplitSiteTags(it->second))) {
+        withheld = true;
         continue;
       }
     }
@@ -528,6 +530,8 @@ Status HubService::List(Call& call) {
   }
   call.reply["entries"] = std::move(entries);
   call.reply["truncated"] = page.truncated;
+  // A spoke must not take a name missing from this page for one missing from the directory.
+  if (withheld) call.reply["withheld"] = true;
   return OkStatus();
 }
 

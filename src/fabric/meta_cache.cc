@@ -27,6 +27,24 @@ std::optional<CachedLookup> MetaCache::FindLookup(const std::string& key, const 
   return Find(&Dir::lookups, key, path, now);
 }
 
+std::optional<CachedLookup> MetaCache::FindForStat(const std::string& key, const std::string& path,
+                                                   SteadyTime now) {
+  std::lock_guard lock(mu_);
+  auto it = dirs_.find(key);
+  if (it == dirs_.end() || it->second.expiry <= now) return std::nullopt;
+  const Dir& d = it->second;
+  if (auto hit = d.lookups.find(path); hit != d.lookups.end()) return hit->second;
+  CachedLookup answer;
+  if (auto hit = d.listed.find(path); hit != d.listed.end()) {
+    answer.info = hit->second;
+  } else if (d.whole) {
+    answer.status = NotFound(path + ": no such file or directory");
+  } else {
+    return std::nullopt;
+  }
+  return answer;
+}
+
 std::optional<ReadDirPage> MetaCache::FindPage(const std::string& key, const std::string& page,
                                                SteadyTime now) {
   return Find(&Dir::pages, key, page, now);
@@ -75,6 +93,26 @@ bool MetaCache::InstallPage(const Ticket& ticket, int64_t lease_ms, SteadyTime n
   Dir* d = InstallLocked(ticket, lease_ms, now);
   if (d == nullptr) return false;
   d->pages[page] = std::move(listing);
+  return true;
+}
+
+bool MetaCache::InstallListed(const Ticket& ticket, int64_t lease_ms, SteadyTime now,
+                              const std::string& dir, const ReadDirPage& listing, bool whole) {
+  std::lock_guard lock(mu_);
+  Dir* d = InstallLocked(ticket, lease_ms, now);
+  if (d == nullptr) return false;
+  bool all_info = true;
+  for (const DirEntry& e : listing.entries) {
+    if (!e.info) {
+      all_info = false;
+      continue;
+    }
+    std::string path = dir == "/" ? "/" + e.name : dir + "/" + e.name;
+    FileInfo& info = d->listed[path];
+    info = *e.info;
+    info.path = std::move(path);
+  }
+  d->whole = d->whole || (whole && all_info);
   return true;
 }
 

@@ -42,6 +42,10 @@ class MetaCache {
 
   std::optional<CachedLookup> FindLookup(const std::string& key, const std::string& path,
                                          SteadyTime now);
+  // What a stat needs: a lookup, else the info a listing of the directory `key` gave (no
+  // chunks), else NotFound when a listing of it was whole and did not name `path`.
+  std::optional<CachedLookup> FindForStat(const std::string& key, const std::string& path,
+                                          SteadyTime now);
   std::optional<ReadDirPage> FindPage(const std::string& key, const std::string& page,
                                       SteadyTime now);
 
@@ -57,6 +61,10 @@ class MetaCache {
                      const std::string& path, CachedLookup lookup);
   bool InstallPage(const Ticket& ticket, int64_t lease_ms, SteadyTime now, const std::string& page,
                    ReadDirPage listing);
+  // The infos of a page of directory `dir` (the ticket's key) for FindForStat; `whole` when
+  // the page holds every entry of the directory.
+  bool InstallListed(const Ticket& ticket, int64_t lease_ms, SteadyTime now, const std::string& dir,
+                     const ReadDirPage& listing, bool whole);
 
   // Drops what an invalidation covers; answers in flight for it will not be installed.
   void Invalidate(const Affected& affected);
@@ -73,6 +81,8 @@ class MetaCache {
     SteadyTime expiry{};
     std::map<std::string, CachedLookup> lookups;  // by path
     std::map<std::string, ReadDirPage> pages;
+    std::map<std::string, FileInfo> listed;  // by path: infos from listings
+    bool whole = false;                      // `listed` holds every entry
   };
   uint64_t GenerationLocked(const std::string& key) const;
   // The entry `name` of `table` under `key`; with `now`, only while the lease runs.

@@ -31,6 +31,41 @@ TEST_F(MetaCacheTest, AnswersOnlyUnderTheLeaseItCameWith) {
   EXPECT_FALSE(cache_.FindLookup("/e", "/e/a", t0_).has_value());
 }
 
+TEST_F(MetaCacheTest, StatsAreAnsweredFromListings) {
+  ReadDirPage page;
+  for (const char* name : {"a", "b"}) {
+    DirEntry e;
+    e.name = name;
+    e.info = FileInfo{};
+    e.info->size = 7;
+    page.entries.push_back(e);
+  }
+  auto t = cache_.Begin("/d", t0_);
+  ASSERT_TRUE(cache_.InstallListed(t, 1000, t0_, "/d", page, /*whole=*/false));
+  auto a = cache_.FindForStat("/d", "/d/a", t0_);
+  ASSERT_TRUE(a.has_value());
+  EXPECT_TRUE(a->status.ok());
+  EXPECT_EQ(a->info.path, "/d/a");
+  EXPECT_EQ(a->info.size, 7u);
+  EXPECT_FALSE(cache_.FindLookup("/d", "/d/a", t0_).has_value());   // no chunks: not for reads
+  EXPECT_FALSE(cache_.FindForStat("/d", "/d/c", t0_).has_value());  // maybe on a later page
+  // A lookup answers before a listing; a whole listing says what is not there.
+  ASSERT_TRUE(cache_.InstallLookup(t, 1000, t0_, "/d/a", Found("/d/a-looked-up")));
+  EXPECT_EQ(cache_.FindForStat("/d", "/d/a", t0_)->info.path, "/d/a-looked-up");
+  ASSERT_TRUE(cache_.InstallListed(t, 1000, t0_, "/d", page, /*whole=*/true));
+  auto c = cache_.FindForStat("/d", "/d/c", t0_);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->status.code(), StatusCode::kNotFound);
+  EXPECT_FALSE(cache_.FindForStat("/d", "/d/a", t0_ + milliseconds(900)).has_value());
+  // A whole listing without infos cannot tell what is missing.
+  ReadDirPage bare;
+  bare.entries.push_back(DirEntry{});
+  bare.entries.back().name = "x";
+  auto t2 = cache_.Begin("/e", t0_);
+  ASSERT_TRUE(cache_.InstallListed(t2, 1000, t0_, "/e", bare, /*whole=*/true));
+  EXPECT_FALSE(cache_.FindForStat("/e", "/e/y", t0_).has_value());
+}
+
 TEST_F(MetaCacheTest, AnAnswerOvertakenByAnInvalidationIsNotInstalled) {
   auto ticket = cache_.Begin("/d", t0_);
   cache_.Invalidate(Affected{{"/d"}, {}});

@@ -24,6 +24,8 @@ namespace weft::fabric {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+// A stat at a spoke lists the directory when it holds at most this many entries (one page).
+constexpr uint32_t kStatListingEntries = 1000;
 // Plaintext of chunks just fetched, handed straight to the reader that asked for them, so
 // that an eviction round between the fetch and the read cannot take them away. The keys are
 // the chunks wanted; a value stays null unless its chunk came in that fetch.
@@ -532,8 +534,50 @@ class PortalVolumeImpl final : public PortalVolume, private DataStore {
     } catch (const json::exception& e) {
       return InvalidArgument(std::string("malformed listing from the hub: ") + e.what());
     }
-    cache_.InstallPage(ticket, reply.value("lease_ms", int64_t{0}), Clock::now(), page_key, page);
+    const int64_t lease_ms = reply.value("lease_ms", int64_t{0});
+    cache_.InstallPage(ticket, lease_ms, Clock::now(), page_key, page);
+    if (opts.with_info && !opts.snapshot) {
+      const bool whole =
+          opts.start_after.empty() && !page.truncated && !reply.value("withheld", false);
+      cache_.InstallListed(ticket, lease_ms, Clock::now(), hub_path, page, whole);
+    }
     return page;
+  }
+
+  // A stat of a live path inside a portal answered from a listing of its directory, listed
+  // now if need be: a job that opens many files of one directory (an epoch over a dataset)
+  // then costs one round trip per file, for its bytes, not two (as rclone lists a directory
+  // once). nullopt when the listing cannot tell (a directory larger than one page): ask the
+  // hub about the path itself.
+  Result<std::optional<CachedLookup>> StatFromListing(const std::string& hub_path) {
+    const std::string dir = ParentDir(hub_path);
+    if (hub_path == "/" || IsAtOrUnder(hub_path, "/.weft") ||
+        std::none_of(options_.portals.begin(), options_.portals.end(),
+                     [&](const Portal& p) { return IsAtOrUnder(dir, p.hub_path); })) {
+      return std::optional<CachedLookup>();
+    }
+    if (auto hit = cache_.FindForStat(dir, hub_path, Clock::now())) {
+      ++metadata_hits_;
+      return hit;
+    }
+    ReadDirOptions whole;
+    whole.with_info = true;
+    whole.limit = kStatListingEntries;
+    Result<ReadDirPage> listing = ListHub(dir, whole);
+    if (!listing.ok()) {
+      // Out of reach: asking again about the path would only wait as long once more.
+      if (listing.status().code() == StatusCode::kUnavailable) {
+        if (!options_.stale_ok) return listing.status();
+        if (auto old = cache_.FindExpiredLookup(dir, hub_path)) {
+          ++stale_answers_;
+          old->info.stale = true;
+          return old;
+        }
+      }
+      // The path's own lookup says why, or finds what a stale page lacks.
+      return std::optional<CachedLookup>();
+    }
+    return cache_.FindForStat(dir, hub_path, Clock::now());
   }
 
   void Invalidate(const Affected& affected) { cache_.Invalidate(affected); }
@@ -800,7 +844,16 @@ class PortalVolumeImpl final : public PortalVolume, private DataStore {
                         const ReadOptions& opts) override {
     WEFT_ASSIGN_OR_RETURN(Mapped m, Map(path));
     if (m.virtual_dir) return VirtualInfo(m.local);
-    WEFT_ASSIGN_OR_RETURN(Resolved r, Resolve(m, opts.snapshot));
+    std::optional<CachedLookup> listed;
+    if (!opts.snapshot) {
+      WEFT_ASSIGN_OR_RETURN(listed, StatFromListing(m.hub));
+    }
+    Resolved r;
+    if (listed) {
+      r.lookup = std::move(*listed);
+    } else {
+      WEFT_ASSIGN_OR_RETURN(r, Resolve(m, opts.snapshot));
+    }
     const CachedLookup& l = r.lookup;
     if (!l.status.ok()) return Status(l.status.code(), m.local + ": " + StripPath(l.status));
     WEFT_RETURN_IF_ERROR(CheckResident(m.local, l.info));

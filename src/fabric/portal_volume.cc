@@ -706,30 +706,36 @@ class PortalVolumeImpl final : public PortalVolume, private DataStore {
       }
     }
     if (batches.back().empty()) batches.pop_back();
-    // At most one batch per connection at a time; waves of them for a long read.
-    const size_t parallel = std::max<size_t>(1, hub_->connections());
     std::mutex kept_mu;
+    auto fetch = [&](const Batch& batch) -> Status {
+      json wanted = json::array();
+      size_t expected = 0;
+      for (const auto& [k, indices] : batch) {
+        wanted.push_back(
+            {{"path", items[k].hub_path}, {"version", items[k].version}, {"indices", indices}});
+        expected += indices.size();
+      }
+      json args = {{"items", std::move(wanted)}};
+      WEFT_ASSIGN_OR_RETURN(std::string frames, hub_->CallBinary("fetch", args));
+      WEFT_ASSIGN_OR_RETURN(size_t got, StoreFrames(frames, kept, &kept_mu));
+      if (got != expected) {
+        return Internal("hub sent " + std::to_string(got) + " of " + std::to_string(expected) +
+                        " chunks");
+      }
+      return OkStatus();
+    };
+    // At most one batch per connection at a time; waves of them for a long read. The last
+    // batch of a wave runs on this thread: most reads need one batch, and a thread started
+    // for it cost more than the batch on a small file.
+    const size_t parallel = std::max<size_t>(1, hub_->connections());
     Status first;
     for (size_t start = 0; start < batches.size() && first.ok(); start += parallel) {
+      const size_t end = std::min(batches.size(), start + parallel);
       std::vector<std::future<Status>> running;
-      for (size_t b = start; b < std::min(batches.size(), start + parallel); ++b) {
-        running.push_back(std::async(std::launch::async, [&, batch = batches[b]]() -> Status {
-          json wanted = json::array();
-          size_t expected = 0;
-          for (const auto& [k, indices] : batch) {
-            wanted.push_back(
-                {{"path", items[k].hub_path}, {"version", items[k].version}, {"indices", indices}});
-            expected += indices.size();
-          }
-          json args = {{"items", std::move(wanted)}};
-          WEFT_ASSIGN_OR_RETURN(std::string frames, hub_->CallBinary("fetch", args));
-          WEFT_ASSIGN_OR_RETURN(size_t got, StoreFrames(frames, kept, &kept_mu));
-          if (got != expected)
-            return Internal("hub sent " + std::to_string(got) + " of " + std::to_string(expected) +
-                            " chunks");
-          return OkStatus();
-        }));
+      for (size_t b = start; b + 1 < end; ++b) {
+        running.push_back(std::async(std::launch::async, fetch, std::cref(batches[b])));
       }
+      first = fetch(batches[end - 1]);
       for (auto& f : running) {
         Status s = f.get();
         if (first.ok() && !s.ok()) first = s;

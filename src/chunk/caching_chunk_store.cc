@@ -23,6 +23,23 @@ Result<std::shared_ptr<const std::string>> CachingChunkStore::GetSharedOnce(cons
   return std::make_shared<const std::string>(std::move(data));
 }
 
+Result<std::vector<std::shared_ptr<const std::string>>> CachingChunkStore::GetManyOnce(
+    std::span<const ChunkId> ids) {
+  std::vector<std::shared_ptr<const std::string>> out(ids.size());
+  std::vector<ChunkId> missing;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    out[i] = Lookup(ids[i]);
+    if (out[i] == nullptr) missing.push_back(ids[i]);
+  }
+  if (missing.empty()) return out;
+  WEFT_ASSIGN_OR_RETURN(std::vector<std::shared_ptr<const std::string>> read,
+                        base_->GetManyOnce(missing));
+  for (size_t i = 0, next = 0; i < out.size(); ++i) {
+    if (out[i] == nullptr) out[i] = std::move(read[next++]);
+  }
+  return out;
+}
+
 Result<std::shared_ptr<const std::string>> CachingChunkStore::GetShared(const ChunkId& id) {
   if (std::shared_ptr<const std::string> cached = Lookup(id)) return cached;
   // Read outside the lock: other readers proceed; two misses of one id both read it once.

@@ -27,6 +27,9 @@ class CachingChunkStore final : public ChunkStore {
   Result<std::string> Get(const ChunkId& id) override;
   Result<std::shared_ptr<const std::string>> GetShared(const ChunkId& id) override;
   Result<std::shared_ptr<const std::string>> GetSharedOnce(const ChunkId& id) override;
+  // Hits from the cache, the rest from the store below together; misses are not kept.
+  Result<std::vector<std::shared_ptr<const std::string>>> GetManyOnce(
+      std::span<const ChunkId> ids) override;
   // Forwards the ids this cache does not hold.
   void WillNeed(std::span<const ChunkId> ids) override;
   Result<SweepStats> Sweep(const std::function<bool(const ChunkId&)>& is_live) override;

@@ -53,6 +53,26 @@ TEST(CachingChunkStoreTest, GetSharedOnceKeepsTheHotSet) {
   EXPECT_EQ(cache.GetSharedOnce(hot)->get(), kept->get());  // a hit is the cached copy
 }
 
+// GetManyOnce: hits from memory, misses from below in one call, all in the asked order;
+// misses are not kept.
+TEST(CachingChunkStoreTest, GetManyOnceMergesHitsAndMissesInOrder) {
+  auto base = std::make_shared<MemChunkStore>();
+  CachingChunkStore cache(base, 100000);
+  std::vector<ChunkId> ids;
+  for (char c = 'a'; c < 'f'; ++c) ids.push_back(PutBytes(&cache, std::string(1000, c)));
+  ASSERT_TRUE(cache.GetShared(ids[1]).ok());  // cached
+  ASSERT_TRUE(cache.GetShared(ids[3]).ok());
+  const uint64_t cached = cache.cached_bytes();
+  auto got = cache.GetManyOnce(ids);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  ASSERT_EQ(got->size(), 5u);
+  for (size_t i = 0; i < 5; ++i) EXPECT_EQ(*(*got)[i], std::string(1000, 'a' + i)) << i;
+  EXPECT_EQ((*got)[1].get(), cache.GetShared(ids[1])->get());  // the cached copy itself
+  EXPECT_EQ(cache.cached_bytes(), cached);
+  std::vector<ChunkId> unknown = {ids[0], ChunkId::Of(AsBytes(std::string("zz")))};
+  EXPECT_EQ(cache.GetManyOnce(unknown).status().code(), StatusCode::kNotFound);
+}
+
 TEST(CachingChunkStoreTest, ServesOnlyVerifiedBytes) {
   auto base = std::make_shared<MemChunkStore>();
   CachingChunkStore cache(base, 1 << 20);

@@ -68,6 +68,21 @@ class ChunkStore {
     return GetShared(id);
   }
 
+  // GetSharedOnce of each of `ids`, in order, asked for together: a store on disk reads
+  // records that lie next to each other (a file's chunks, appended in order) with one read,
+  // where a WillNeed and a read per chunk cost the disk the same but the caller more system
+  // calls. The default calls GetSharedOnce for each.
+  virtual Result<std::vector<std::shared_ptr<const std::string>>> GetManyOnce(
+      std::span<const ChunkId> ids) {
+    std::vector<std::shared_ptr<const std::string>> out;
+    out.reserve(ids.size());
+    for (const ChunkId& id : ids) {
+      WEFT_ASSIGN_OR_RETURN(std::shared_ptr<const std::string> data, GetSharedOnce(id));
+      out.push_back(std::move(data));
+    }
+    return out;
+  }
+
   // A hint that these chunks will be read soon: a store on disk starts reading them in the
   // background, one I/O per run of neighbouring records, so the Gets that follow
   // do not each wait for the disk in turn. Unknown ids are ignored. The default does nothing.

@@ -164,6 +164,8 @@ class PackChunkStore final : public ChunkStore {
   Status Flush() override;
   bool Contains(const ChunkId& id) override;
   Result<std::string> Get(const ChunkId& id) override;
+  Result<std::vector<std::shared_ptr<const std::string>>> GetManyOnce(
+      std::span<const ChunkId> ids) override;
   void WillNeed(std::span<const ChunkId> ids) override;
   Result<SweepStats> Sweep(const std::function<bool(const ChunkId&)>& is_live) override;
   Status Verify(std::vector<ChunkProblem>* problems) override;
@@ -762,6 +764,72 @@ void PackChunkStore::WillNeed(std::span<const ChunkId> ids) {
     }
   }
   for (const Range& r : ranges) r.file->WillNeed(r.begin, r.end - r.begin);
+}
+
+Result<std::vector<std::shared_ptr<const std::string>>> PackChunkStore::GetManyOnce(
+    std::span<const ChunkId> ids) {
+  // Runs of records that follow each other in one pack's durable part, read with one pread
+  // each; whatever is not in such a run, or does not decode (a Sweep moved it meanwhile),
+  // goes through Get, which knows how to retry and what to say.
+  constexpr uint64_t kRunBytes = 2 << 20;
+  std::vector<Location> locs(ids.size());
+  std::vector<bool> known(ids.size(), false);
+  std::vector<std::pair<size_t, size_t>> runs;  // [first, last) into ids
+  std::vector<std::shared_ptr<RandomAccessFile>> files;
+  {
+    std::lock_guard lock(mu_);
+    for (size_t i = 0; i < ids.size(); ++i) {
+      auto it = index_.find(ids[i]);
+      if (it == index_.end()) continue;
+      const Location& loc = it->second;
+      auto pack = packs_.find(loc.pack_id);
+      if (pack == packs_.end() ||
+          (!pack->second->sealed && loc.offset + loc.record_size() > pack->second->synced_size)) {
+        continue;
+      }
+      locs[i] = loc;
+      known[i] = true;
+      const bool extends =
+          i > 0 && known[i - 1] && !runs.empty() && runs.back().second == i &&
+          locs[i - 1].pack_id == loc.pack_id &&
+          locs[i - 1].offset + locs[i - 1].record_size() == loc.offset &&
+          loc.offset + loc.record_size() - locs[runs.back().first].offset <= kRunBytes;
+      if (extends) {
+        runs.back().second = i + 1;
+        continue;
+      }
+      Result<std::shared_ptr<RandomAccessFile>> file = ReaderLocked(pack->second.get());
+      if (!file.ok()) {
+        known[i] = false;
+        continue;
+      }
+      runs.emplace_back(i, i + 1);
+      files.push_back(std::move(file).value());
+    }
+  }
+  std::vector<std::shared_ptr<const std::string>> out(ids.size());
+  thread_local std::string scratch;
+  for (size_t r = 0; r < runs.size(); ++r) {
+    const auto [first, last] = runs[r];
+    if (last - first < 2) continue;  // one record: Get reads it as well
+    const uint64_t begin = locs[first].offset;
+    const uint64_t size = locs[last - 1].offset + locs[last - 1].record_size() - begin;
+    if (scratch.size() < size) scratch.resize(size);
+    Result<std::string_view> got = files[r]->ReadAt(begin, size, scratch.data());
+    if (!got.ok() || got->size() < size) continue;
+    for (size_t i = first; i < last; ++i) {
+      Result<std::string> plain =
+          DecodeRecord(got->substr(locs[i].offset - begin, locs[i].record_size()), ids[i], locs[i],
+                       Check::kChecksum);
+      if (plain.ok()) out[i] = std::make_shared<const std::string>(std::move(plain).value());
+    }
+  }
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (out[i] != nullptr) continue;
+    WEFT_ASSIGN_OR_RETURN(std::string plain, Get(ids[i]));
+    out[i] = std::make_shared<const std::string>(std::move(plain));
+  }
+  return out;
 }
 
 Result<SweepStats> PackChunkStore::Sweep(const std::function<bool(const ChunkId&)>& is_live) {

@@ -268,6 +268,46 @@ TEST_F(PackChunkStoreTest, BitFlipIsCorruptionNamingThePack) {
   (void)b;
 }
 
+// GetManyOnce gives what Get gives, in order: runs of neighbouring records (read together),
+// records across packs, in the unsynced tail, repeated, compressed; an unknown id fails it,
+// and a damaged record in a run is Corruption naming its pack, as from Get.
+TEST_F(PackChunkStoreTest, GetManyOnceReadsWhatGetReads) {
+  Open();
+  std::vector<ChunkId> ids;
+  for (int i = 0; i < 14; ++i) {
+    ids.push_back(Put(i % 4 == 3 ? Compressible(9000, i) : RandomBytes(7000 + 300 * i, 50 + i)));
+  }
+  ASSERT_TRUE(store_->Flush().ok());
+  ids.push_back(Put(RandomBytes(3000, 99)));  // in the unsynced tail
+  std::vector<ChunkId> asked = ids;
+  asked.push_back(ids[2]);
+  std::reverse(asked.begin() + 10, asked.end());
+  auto check = [&] {
+    Result<std::vector<std::shared_ptr<const std::string>>> got = store_->GetManyOnce(asked);
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    ASSERT_EQ(got->size(), asked.size());
+    for (size_t i = 0; i < asked.size(); ++i) EXPECT_EQ(*(*got)[i], chunks_[asked[i]]) << i;
+  };
+  check();
+  ASSERT_GT(Files(".dat").size(), 1u);  // the run crossed packs
+  ASSERT_TRUE(store_->Flush().ok());
+  check();
+  EXPECT_TRUE(store_->GetManyOnce({}).value().empty());
+
+  std::vector<ChunkId> with_unknown = {ids[0], ChunkId::Of(AsBytes(std::string("nope"))), ids[1]};
+  EXPECT_EQ(store_->GetManyOnce(with_unknown).status().code(), StatusCode::kNotFound);
+
+  const size_t second_record = kPackHeaderSize + kRecordHeaderSize + chunks_[ids[0]].size();
+  EditPack([&](std::string& pack) { pack[second_record + kRecordHeaderSize + 77] ^= 0x20; });
+  Result<std::vector<std::shared_ptr<const std::string>>> damaged =
+      store_->GetManyOnce(std::vector<ChunkId>(ids.begin(), ids.begin() + 3));
+  ASSERT_EQ(damaged.status().code(), StatusCode::kCorruption);
+  EXPECT_NE(damaged.status().message().find("pack 0000000000000001 offset " +
+                                            std::to_string(second_record)),
+            std::string::npos)
+      << damaged.status().message();
+}
+
 // Reads trust a record's XXH3-64; Verify also hashes. Here the stored bytes are swapped for
 // others with a matching checksum (what no disk fault does): only the SHA-256 can tell.
 TEST_F(PackChunkStoreTest, VerifyChecksTheChunkIdNotOnlyTheChecksum) {

@@ -390,11 +390,18 @@ class LocalFileReader final : public FileReader {
   Result<std::vector<std::shared_ptr<const std::string>>> ReadChunks(size_t first, size_t last,
                                                                      Reuse reuse) override {
     if (reuse == Reuse::kLikely) return FileReader::ReadChunks(first, last, reuse);
-    if (last > first + 1) WillNeed(first, last);
-    return Collect(first, last, [this](size_t i) -> Result<std::shared_ptr<const std::string>> {
-      if (i >= manifest_.chunks.size()) return ReadChunk(i);  // its OutOfRange
-      return CheckLength(i, chunks_->GetSharedOnce(manifest_.chunks[i].id));
-    });
+    if (first >= last) return std::vector<std::shared_ptr<const std::string>>();
+    if (last > manifest_.chunks.size()) return ReadChunk(last - 1).status();  // its OutOfRange
+    std::vector<ChunkId> ids;
+    ids.reserve(last - first);
+    for (size_t i = first; i < last; ++i) ids.push_back(manifest_.chunks[i].id);
+    // Together: a file's neighbouring records come off the disk in one read.
+    Result<std::vector<std::shared_ptr<const std::string>>> data = chunks_->GetManyOnce(ids);
+    if (!data.ok()) return data.status().WithContext(info_.path);
+    for (size_t i = first; i < last; ++i) {
+      WEFT_RETURN_IF_ERROR(CheckLength(i, (*data)[i - first]).status());
+    }
+    return data;
   }
 
   void WillNeed(size_t first, size_t last) override {

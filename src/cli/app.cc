@@ -189,6 +189,11 @@ int RunWeft(int argc, char** argv, const VolumeOpener& opener, int in_fd, FILE* 
     put_cmd->add_option("paths", put.paths, "SRC... DEST")->required();
     put_cmd->add_flag("-v,--verbose", put.verbose,
                       "Print 'committed <path> <size> <etag>' once each file is durable");
+    put_cmd->add_flag("--md5-etag", put.md5_etag,
+                      "Give every file its MD5 as ETag. By default a file over 8 MiB gets an\n"
+                      "ETag made from its chunks ('<hex>-<chunks>', as S3 gives objects\n"
+                      "uploaded in parts, which clients do not check as an MD5): computing\n"
+                      "the MD5 is a second pass over every byte and slows large ingest");
     put_cmd->callback([&] { action = [&](CommandEnv& env) { return RunPut(env, put); }; });
 
     GetArgs get;

@@ -24,6 +24,8 @@ inline constexpr int kExitUsage = 2;
 
 // Files move through the CLI in pieces of this size, so no file ever sits in memory whole.
 inline constexpr size_t kPieceSize = 1 << 20;
+// `weft put` gives larger files a chunk ETag, not their MD5 (see WriteOptions::md5_etag_limit).
+inline constexpr uint64_t kMd5EtagLimit = 8 << 20;
 
 using VolumeOpener = std::function<Result<std::unique_ptr<Volume>>(const std::string& data_dir)>;
 
@@ -72,6 +74,7 @@ class CommandEnv {
 struct PutArgs {
   std::vector<std::string> paths;  // SRC... DEST
   bool verbose = false;
+  bool md5_etag = false;  // every file's ETag is its MD5, however large
 };
 struct GetArgs {
   std::string src;

@@ -80,6 +80,16 @@ Status ValidateAttributes(const Attributes& attributes) {
 }
 
 // A caller's ETag ends up in HTTP headers and XML, always quoted.
+// The ETag of a version too large to be worth an MD5 (WriteOptions::md5_etag_limit): the
+// SHA-256 of its chunk ids, shortened to an MD5's length, and the number of chunks, as in an
+// S3 multipart ETag. Same content, same chunks, same ETag.
+std::string ChunksEtag(const std::vector<ChunkRef>& chunks) {
+  std::string ids;
+  ids.reserve(chunks.size() * 32);
+  for (const ChunkRef& c : chunks) ids.append(c.id.raw());
+  return ChunkId::Of(AsBytes(ids)).ToHex().substr(0, 32) + "-" + std::to_string(chunks.size());
+}
+
 Status ValidateEtag(const std::string& etag) {
   if (etag.empty() || etag.size() > 64) return InvalidArgument("an ETag must be 1..64 characters");
   for (char c : etag) {
@@ -479,13 +489,21 @@ class LocalFileWriter final : public FileWriter {
         ctx_(std::move(ctx)),
         path_(std::move(path)),
         opts_(std::move(opts)),
-        splitter_(NewSplitter()) {}
+        splitter_(NewSplitter()) {
+    if (!opts_.etag) md5_.emplace();
+  }
 
   ~LocalFileWriter() override { Abort(); }
 
   Status Write(ByteSpan data) override {
     if (done_) return FailedPrecondition(path_ + ": writer already committed or aborted");
-    if (!opts_.etag) md5_.Update(data);
+    if (md5_) {
+      if (opts_.md5_etag_limit && size_ + data.size() > *opts_.md5_etag_limit) {
+        md5_.reset();  // the ETag will come from the chunks
+      } else {
+        md5_->Update(data);
+      }
+    }
     size_ += data.size();
     Status s = splitter_->Write(data);
     if (!s.ok()) Abort();
@@ -538,9 +556,11 @@ class LocalFileWriter final : public FileWriter {
     manifest_.size = size_;
     if (opts_.etag) {
       manifest_.etag = *opts_.etag;
-    } else {
-      auto digest = md5_.Finish();
+    } else if (md5_) {
+      auto digest = md5_->Finish();
       manifest_.etag = ToHex(ByteSpan(digest.data(), digest.size()));
+    } else {
+      manifest_.etag = ChunksEtag(manifest_.chunks);
     }
     return PreparedFile{path_, opts_, manifest_};
   }
@@ -625,7 +645,9 @@ class LocalFileWriter final : public FileWriter {
   WriteOptions opts_;
   // Replaced after each AppendFrom: a splitter cannot continue after Finish().
   std::unique_ptr<StreamSplitter> splitter_;
-  BackgroundMd5 md5_;  // unused when opts_.etag is set
+  // Hashes what Write is given; absent when opts_.etag is set or the file outgrew
+  // opts_.md5_etag_limit.
+  std::optional<BackgroundMd5> md5_;
   uint64_t size_ = 0;  // bytes written and appended
   Manifest manifest_;
   bool done_ = false;

@@ -675,6 +675,29 @@ TEST_F(LocalVolumeTest, CallerEtagReplacesTheMd5) {
   EXPECT_EQ(WriteFile(vol_.get(), "/plain", data)->etag, Md5Hex(AsBytes(data)));
 }
 
+// Over md5_etag_limit a file's ETag comes from its chunks: "<32 hex>-<chunks>", the same for
+// the same bytes, another for other bytes; at or under it, the MD5 as ever.
+TEST_F(LocalVolumeTest, LargeFilesCanTakeAChunkEtagInsteadOfTheMd5) {
+  WriteOptions limited;
+  limited.md5_etag_limit = 100000;
+  const std::string data = RandomBytes(300000, 31);
+  auto big = WriteFile(vol_.get(), "/big", data, limited, 64 << 10);
+  ASSERT_TRUE(big.ok()) << big.status().ToString();
+  EXPECT_NE(big->etag, Md5Hex(AsBytes(data)));
+  ASSERT_GT(big->chunks, 1u);
+  EXPECT_TRUE(big->etag.ends_with("-" + std::to_string(big->chunks))) << big->etag;
+  EXPECT_EQ(big->etag.find('-'), 32u);
+  EXPECT_EQ(vol_->Stat(ctx_, "/big")->etag, big->etag);
+  EXPECT_EQ(*ReadFile(vol_.get(), "/big"), data);
+  EXPECT_EQ(WriteFile(vol_.get(), "/again", data, limited)->etag, big->etag);
+  std::string other = data;
+  other[150000] ^= 1;
+  EXPECT_NE(WriteFile(vol_.get(), "/other", other, limited)->etag, big->etag);
+  const std::string small = data.substr(0, 100000);
+  EXPECT_EQ(WriteFile(vol_.get(), "/small", small, limited)->etag, Md5Hex(AsBytes(small)));
+  EXPECT_EQ(WriteFile(vol_.get(), "/plain", data)->etag, Md5Hex(AsBytes(data)));
+}
+
 TEST_F(LocalVolumeTest, AppendFromConcatenatesWithoutStoringBytes) {
   std::vector<std::string> parts = {RandomBytes(30000, 21), RandomBytes(5, 22),
                                     RandomBytes(45000, 23)};

@@ -112,6 +112,11 @@ struct WriteOptions {
   // (S3 multipart ETags are "md5hex-N"; a copy reuses its source's ETag). 1..64 printable ASCII
   // characters without '"'. Required by FileWriter::AppendFrom.
   std::optional<std::string> etag;
+  // A file larger than this gets an ETag derived from its chunk ids ("<32 hex>-<chunks>", the
+  // form S3 gives an object uploaded in parts, which clients do not take for an MD5) and no
+  // MD5 of its bytes is computed: ingest spares a pass over every byte. Unset: always the MD5.
+  // Ignored when `etag` is set. Honoured by LocalVolume.
+  std::optional<uint64_t> md5_etag_limit;
 };
 
 // One piece of a version's content: the SHA-256 of the bytes and their length. A version is

@@ -13,7 +13,7 @@ import unittest
 from botocore.exceptions import ClientError
 
 from s3lib import ROOT_ACCESS, S3TestCase
-from weftlib import MIB, incompressible
+from weftlib import MIB, incompressible, read_bytes
 
 
 def error_code(ctx):
@@ -482,11 +482,19 @@ class CliInterop(S3TestCase):
         self.assertEqual(out, body)
         other = incompressible("reverse", 2 * MIB)
         self.weft("put", self.write_file("rev.bin", other), "/interop/rev.bin")
+        large = incompressible("reverse-large", 9 * MIB)
+        self.weft("put", self.write_file("large.bin", large), "/interop/large.bin")
         self.start_hub()
         s3 = self.boto3()
         got = s3.get_object(Bucket="interop", Key="rev.bin")
         self.assertEqual(got["Body"].read(), other)
         self.assertEqual(got["ETag"], '"%s"' % hashlib.md5(other).hexdigest())
+        # A large file put by the CLI has a multipart-style ETag, which boto3 takes as it is.
+        got = s3.get_object(Bucket="interop", Key="large.bin")
+        self.assertEqual(got["Body"].read(), large)
+        self.assertRegex(got["ETag"], r'^"[0-9a-f]{32}-[0-9]+"$')
+        s3.download_file("interop", "large.bin", self.path("large-back.bin"))
+        self.assertEqual(read_bytes(self.path("large-back.bin")), large)
 
     def test_snapshot_readable_through_s3(self):
         s3 = self.boto3()

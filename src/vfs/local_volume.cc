@@ -11,6 +11,7 @@
 #include "chunk/caching_chunk_store.h"
 #include "chunk/pack_chunk_store.h"
 #include "vfs/internal/background_md5.h"
+#include "vfs/internal/chunk_pipeline.h"
 #include "vfs/internal/namespace_view.h"
 #include "vfs/internal/schema.h"
 #include "vfs/path.h"
@@ -504,6 +505,12 @@ class LocalFileWriter final : public FileWriter {
         md5_->Update(data);
       }
     }
+    // A large stream without an MD5 to compute: its chunks are stored on a second thread
+    // (with an MD5 helper as well, three busy threads lost on two cores).
+    if (!md5_ && !pipeline_ && size_ >= kPipelineFrom) {
+      pipeline_ = std::make_unique<ChunkPipeline>(
+          [this](const ChunkId& id, ByteSpan c) { return StoreChunk(id, c); });
+    }
     size_ += data.size();
     Status s = splitter_->Write(data);
     if (!s.ok()) Abort();
@@ -548,7 +555,7 @@ class LocalFileWriter final : public FileWriter {
   // GC) until Abort() or destruction.
   Result<PreparedFile> Prepare() {
     if (done_) return FailedPrecondition(path_ + ": writer already committed or aborted");
-    Status s = splitter_->Finish();
+    Status s = FinishChunks();
     if (!s.ok()) {
       Abort();
       return s;
@@ -571,6 +578,7 @@ class LocalFileWriter final : public FileWriter {
   void Abort() override {
     if (done_) return;
     done_ = true;
+    if (pipeline_) (void)pipeline_->Drain();  // its thread may still be adding to manifest_
     volume_->ReleaseChunks(manifest_.chunks);
   }
 
@@ -578,12 +586,24 @@ class LocalFileWriter final : public FileWriter {
 
  private:
   std::unique_ptr<StreamSplitter> NewSplitter() {
-    return std::make_unique<StreamSplitter>(volume_->chunker_options(),
-                                            [this](ByteSpan chunk) { return OnChunk(chunk); });
+    return std::make_unique<StreamSplitter>(volume_->chunker_options(), [this](ByteSpan chunk) {
+      return pipeline_ ? pipeline_->Add(chunk) : OnChunk(chunk);
+    });
   }
 
-  Status OnChunk(ByteSpan chunk) {
-    ChunkId id = ChunkId::Of(chunk);
+  // Ends the splitter's stream and waits until its chunks are in manifest_ and stored.
+  Status FinishChunks() {
+    Status s = splitter_->Finish();
+    if (pipeline_) {
+      Status stored = pipeline_->Drain();
+      if (s.ok()) s = stored;
+    }
+    return s;
+  }
+
+  Status OnChunk(ByteSpan chunk) { return StoreChunk(ChunkId::Of(chunk), chunk); }
+
+  Status StoreChunk(const ChunkId& id, ByteSpan chunk) {
     // Recorded before the put so that Abort releases it even if the put fails half way.
     manifest_.chunks.push_back({id, static_cast<uint32_t>(chunk.size())});
     return volume_->PutChunk(id, chunk);
@@ -593,7 +613,7 @@ class LocalFileWriter final : public FileWriter {
   // keeps them alive until HoldChunks makes them this writer's pending chunks.
   Status AppendChunks(const Manifest& source) {
     // The bytes written so far end in a chunk of their own; later writes start a new stream.
-    WEFT_RETURN_IF_ERROR(splitter_->Finish());
+    WEFT_RETURN_IF_ERROR(FinishChunks());
     splitter_ = NewSplitter();
     volume_->HoldChunks(source.chunks);
     manifest_.chunks.insert(manifest_.chunks.end(), source.chunks.begin(), source.chunks.end());
@@ -607,7 +627,7 @@ class LocalFileWriter final : public FileWriter {
     }
     if (chunk.length == 0) return InvalidArgument(path_ + ": an empty chunk");
     // Bytes written before end in a chunk of their own; later writes start a new stream.
-    WEFT_RETURN_IF_ERROR(splitter_->Finish());
+    WEFT_RETURN_IF_ERROR(FinishChunks());
     splitter_ = NewSplitter();
     if (data) {
       if (data->size() != chunk.length || ChunkId::Of(*data) != chunk.id) {
@@ -648,6 +668,10 @@ class LocalFileWriter final : public FileWriter {
   // Hashes what Write is given; absent when opts_.etag is set or the file outgrew
   // opts_.md5_etag_limit.
   std::optional<BackgroundMd5> md5_;
+  // Stores chunks on a helper thread once the stream is large and md5_ is gone; until
+  // Drain returns, that thread owns manifest_.chunks.
+  static constexpr uint64_t kPipelineFrom = 1 << 20;
+  std::unique_ptr<ChunkPipeline> pipeline_;
   uint64_t size_ = 0;  // bytes written and appended
   Manifest manifest_;
   bool done_ = false;

@@ -696,6 +696,30 @@ TEST_F(LocalVolumeTest, LargeFilesCanTakeAChunkEtagInsteadOfTheMd5) {
   const std::string small = data.substr(0, 100000);
   EXPECT_EQ(WriteFile(vol_.get(), "/small", small, limited)->etag, Md5Hex(AsBytes(small)));
   EXPECT_EQ(WriteFile(vol_.get(), "/plain", data)->etag, Md5Hex(AsBytes(data)));
+
+  // Past 1 MiB without an MD5, chunks are hashed and stored on a helper thread: the same
+  // chunks and bytes as when stored inline; a writer dropped mid-stream commits nothing.
+  const std::string large = RandomBytes(5 << 20, 32);
+  auto piped = WriteFile(vol_.get(), "/large", large, limited, 1 << 20);
+  ASSERT_TRUE(piped.ok()) << piped.status().ToString();
+  auto inline_info = WriteFile(vol_.get(), "/large-inline", large, WithEtag("x"), 1 << 20);
+  ASSERT_TRUE(inline_info.ok());
+  EXPECT_EQ(piped->chunks, inline_info->chunks);
+  EXPECT_EQ(*ReadFile(vol_.get(), "/large"), large);
+  auto reader = vol_->OpenReader(ctx_, "/large");
+  auto reader_inline = vol_->OpenReader(ctx_, "/large-inline");
+  ASSERT_TRUE(reader.ok() && reader_inline.ok());
+  ASSERT_EQ((*reader)->chunks().size(), (*reader_inline)->chunks().size());
+  for (size_t i = 0; i < (*reader)->chunks().size(); ++i) {
+    EXPECT_EQ((*reader)->chunks()[i].id, (*reader_inline)->chunks()[i].id) << i;
+  }
+  {
+    auto dropped = vol_->OpenWriter(ctx_, "/dropped", limited);
+    ASSERT_TRUE(dropped.ok());
+    const std::string other_large = RandomBytes(3 << 20, 33);
+    ASSERT_TRUE((*dropped)->Write(AsBytes(other_large)).ok());
+  }
+  EXPECT_EQ(vol_->Stat(ctx_, "/dropped").status().code(), StatusCode::kNotFound);
 }
 
 TEST_F(LocalVolumeTest, AppendFromConcatenatesWithoutStoringBytes) {

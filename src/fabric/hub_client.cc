@@ -189,16 +189,23 @@ Result<json> HubClient::Call(const std::string& op, json args, json* error_body,
     args["spoke"] = id;
     WEFT_ASSIGN_OR_RETURN(net::HttpResponse r, Send(op, "application/json", args.dump()));
     std::string_view body = r.body;
-    if (r.status == 200 && r.Header("Content-Type") == kFramedContentType) {
+    const bool framed = r.status == 200 && r.Header("Content-Type") == kFramedContentType;
+    uint32_t head = 0;
+    if (framed) {
       if (frames == nullptr) return Internal("hub sent chunk frames nobody asked for");
       if (body.size() < 4 || GetBigEndian32(body.data()) > body.size() - 4) {
         return Internal("hub sent a malformed framed answer");
       }
-      const uint32_t head = GetBigEndian32(body.data());
-      *frames = std::string(body.substr(4 + head));
+      head = GetBigEndian32(body.data());
       body = body.substr(4, head);
     }
     WEFT_ASSIGN_OR_RETURN(json reply, ParseJson(body));
+    if (framed) {
+      // The frames stay in the response's buffer (moved down over the JSON): copying them
+      // out cost a fresh allocation, and its page faults, per small file read.
+      r.body.erase(0, 4 + head);
+      *frames = std::move(r.body);
+    }
     if (reply.contains("error")) {
       if (error_body != nullptr) *error_body = reply;
       return StatusFromJson(reply.at("error"));

@@ -661,6 +661,17 @@ bool PackChunkStore::Contains(const ChunkId& id) {
   return ContainsLocked(id);
 }
 
+// Where `size` bytes of records are read: a buffer each thread keeps, up to kKeptReadBytes
+// (else `*once`). A fresh string per record would be zero-filled before the read and its
+// plaintext then shifted over the header, two more passes over every byte a large GET sends.
+constexpr size_t kKeptReadBytes = 2 << 20;
+char* ReadBuffer(size_t size, std::string* once) {
+  thread_local std::string kept;
+  std::string& buffer = size <= kKeptReadBytes ? kept : *once;
+  if (buffer.size() < size) buffer.resize(size);
+  return buffer.data();
+}
+
 Result<std::string> PackChunkStore::ReadChunkAt(const ChunkId& id, const Location& loc, Check check,
                                                 std::string* record) {
   const std::string where = Where(loc.pack_id, loc.offset);
@@ -686,14 +697,8 @@ Result<std::string> PackChunkStore::ReadChunkAt(const ChunkId& id, const Locatio
   std::string_view bytes = tail;
   std::string once;  // the buffer for a record too large to keep one per thread
   if (reader != nullptr) {
-    // Records are read into a buffer each thread keeps: a fresh string per record would be
-    // zero-filled before the read and its plaintext then shifted over the header, two more
-    // passes over every byte a large GET sends.
-    constexpr size_t kKeptBytes = 2 << 20;
-    thread_local std::string scratch;
-    std::string& buffer = loc.record_size() <= kKeptBytes ? scratch : once;
-    if (buffer.size() < loc.record_size()) buffer.resize(loc.record_size());
-    Result<std::string_view> got = reader->ReadAt(loc.offset, loc.record_size(), buffer.data());
+    Result<std::string_view> got =
+        reader->ReadAt(loc.offset, loc.record_size(), ReadBuffer(loc.record_size(), &once));
     if (!got.ok()) return got.status().WithContext(where);
     if (got->size() < loc.record_size()) {
       return Corruption(where + ": truncated pack: the record needs " +
@@ -769,11 +774,9 @@ void PackChunkStore::WillNeed(std::span<const ChunkId> ids) {
 Result<std::vector<std::shared_ptr<const std::string>>> PackChunkStore::GetManyOnce(
     std::span<const ChunkId> ids) {
   // Runs of records that follow each other in one pack's durable part, read with one pread
-  // each; whatever is not in such a run, or does not decode (a Sweep moved it meanwhile),
-  // goes through Get, which knows how to retry and what to say.
-  constexpr uint64_t kRunBytes = 2 << 20;
+  // each into the per-thread read buffer; whatever is not in such a run, or does not decode
+  // (a Sweep moved it meanwhile), goes through Get, which knows how to retry and what to say.
   std::vector<Location> locs(ids.size());
-  std::vector<bool> known(ids.size(), false);
   std::vector<std::pair<size_t, size_t>> runs;  // [first, last) into ids
   std::vector<std::shared_ptr<RandomAccessFile>> files;
   {
@@ -788,34 +791,29 @@ Result<std::vector<std::shared_ptr<const std::string>>> PackChunkStore::GetManyO
         continue;
       }
       locs[i] = loc;
-      known[i] = true;
+      // Record i-1 ends a run (it was read ahead of this one) where this one starts.
       const bool extends =
-          i > 0 && known[i - 1] && !runs.empty() && runs.back().second == i &&
-          locs[i - 1].pack_id == loc.pack_id &&
+          !runs.empty() && runs.back().second == i && locs[i - 1].pack_id == loc.pack_id &&
           locs[i - 1].offset + locs[i - 1].record_size() == loc.offset &&
-          loc.offset + loc.record_size() - locs[runs.back().first].offset <= kRunBytes;
+          loc.offset + loc.record_size() - locs[runs.back().first].offset <= kKeptReadBytes;
       if (extends) {
         runs.back().second = i + 1;
         continue;
       }
       Result<std::shared_ptr<RandomAccessFile>> file = ReaderLocked(pack->second.get());
-      if (!file.ok()) {
-        known[i] = false;
-        continue;
-      }
+      if (!file.ok()) continue;  // Get reports it
       runs.emplace_back(i, i + 1);
       files.push_back(std::move(file).value());
     }
   }
   std::vector<std::shared_ptr<const std::string>> out(ids.size());
-  thread_local std::string scratch;
   for (size_t r = 0; r < runs.size(); ++r) {
     const auto [first, last] = runs[r];
     if (last - first < 2) continue;  // one record: Get reads it as well
     const uint64_t begin = locs[first].offset;
     const uint64_t size = locs[last - 1].offset + locs[last - 1].record_size() - begin;
-    if (scratch.size() < size) scratch.resize(size);
-    Result<std::string_view> got = files[r]->ReadAt(begin, size, scratch.data());
+    std::string unused;  // a run fits the kept buffer
+    Result<std::string_view> got = files[r]->ReadAt(begin, size, ReadBuffer(size, &unused));
     if (!got.ok() || got->size() < size) continue;
     for (size_t i = first; i < last; ++i) {
       Result<std::string> plain =

@@ -251,6 +251,17 @@ TEST_F(FabricTest, StatsInOneDirectoryShareOneListing) {
   auto added = v.Stat(ctx_, "/data/imgs/nope");
   ASSERT_TRUE(added.ok()) << added.status().ToString();
   EXPECT_EQ(added->size, 8u);
+  // Any listing with info feeds stats the same way (a readdirplus, os.scandir).
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(Put(hub_.volume(), "/data/more/g" + std::to_string(i), "g", parents).ok());
+  }
+  ReadDirOptions with_info;
+  with_info.with_info = true;
+  ASSERT_TRUE(v.ReadDir(ctx_, "/data/more", with_info).ok());
+  const uint64_t after_listing = (*spoke)->Stats().metadata_misses;
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(v.Stat(ctx_, "/data/more/g" + std::to_string(i)).ok());
+  EXPECT_EQ(v.Stat(ctx_, "/data/more/none").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ((*spoke)->Stats().metadata_misses, after_listing);
   // The root has no directory to be listed in (a spoke of the whole namespace).
   auto whole = OpenSpoke(hub_.url(), {"/"});
   ASSERT_TRUE(whole.ok()) << whole.status().ToString();

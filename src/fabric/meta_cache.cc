@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "vfs/path.h"
+
 namespace weft::fabric {
 
 uint64_t MetaCache::GenerationLocked(const std::string& key) const {
@@ -10,13 +12,20 @@ uint64_t MetaCache::GenerationLocked(const std::string& key) const {
   return ((it == key_gen_.end() ? 0 : it->second) << 32) ^ (subtree_gen_ & 0xffffffffu);
 }
 
+const MetaCache::Dir* MetaCache::DirLocked(const std::string& key,
+                                           std::optional<SteadyTime> now) const {
+  auto it = dirs_.find(key);
+  if (it == dirs_.end() || (now && it->second.expiry <= *now)) return nullptr;
+  return &it->second;
+}
+
 template <typename T>
 std::optional<T> MetaCache::Find(std::map<std::string, T> Dir::*table, const std::string& key,
                                  const std::string& name, std::optional<SteadyTime> now) {
   std::lock_guard lock(mu_);
-  auto it = dirs_.find(key);
-  if (it == dirs_.end() || (now && it->second.expiry <= *now)) return std::nullopt;
-  const std::map<std::string, T>& entries = it->second.*table;
+  const Dir* d = DirLocked(key, now);
+  if (d == nullptr) return std::nullopt;
+  const std::map<std::string, T>& entries = d->*table;
   auto hit = entries.find(name);
   if (hit == entries.end()) return std::nullopt;
   return hit->second;
@@ -30,14 +39,13 @@ std::optional<CachedLookup> MetaCache::FindLookup(const std::string& key, const 
 std::optional<CachedLookup> MetaCache::FindForStat(const std::string& key, const std::string& path,
                                                    SteadyTime now) {
   std::lock_guard lock(mu_);
-  auto it = dirs_.find(key);
-  if (it == dirs_.end() || it->second.expiry <= now) return std::nullopt;
-  const Dir& d = it->second;
-  if (auto hit = d.lookups.find(path); hit != d.lookups.end()) return hit->second;
+  const Dir* d = DirLocked(key, now);
+  if (d == nullptr) return std::nullopt;
+  if (auto hit = d->lookups.find(path); hit != d->lookups.end()) return hit->second;
   CachedLookup answer;
-  if (auto hit = d.listed.find(path); hit != d.listed.end()) {
+  if (auto hit = d->listed.find(path); hit != d->listed.end()) {
     answer.info = hit->second;
-  } else if (d.whole) {
+  } else if (d->whole) {
     answer.status = NotFound(path + ": no such file or directory");
   } else {
     return std::nullopt;
@@ -107,7 +115,7 @@ bool MetaCache::InstallListed(const Ticket& ticket, int64_t lease_ms, SteadyTime
       all_info = false;
       continue;
     }
-    std::string path = dir == "/" ? "/" + e.name : dir + "/" + e.name;
+    std::string path = ChildPath(dir, e.name);
     FileInfo& info = d->listed[path];
     info = *e.info;
     info.path = std::move(path);

@@ -85,6 +85,8 @@ class MetaCache {
     bool whole = false;                      // `listed` holds every entry
   };
   uint64_t GenerationLocked(const std::string& key) const;
+  // The entries under `key`; with `now`, only while the lease runs. Null if none.
+  const Dir* DirLocked(const std::string& key, std::optional<SteadyTime> now) const;
   // The entry `name` of `table` under `key`; with `now`, only while the lease runs.
   template <typename T>
   std::optional<T> Find(std::map<std::string, T> Dir::*table, const std::string& key,

@@ -445,6 +445,18 @@ class PortalVolumeImpl final : public PortalVolume, private DataStore {
 
   // --- metadata ---
 
+  // With --stale-ok and the hub out of reach: what was cached about `path` under `key`
+  // whatever its lease, marked stale.
+  std::optional<CachedLookup> StaleLookup(const std::string& key, const std::string& path) {
+    if (!options_.stale_ok) return std::nullopt;
+    std::optional<CachedLookup> old = cache_.FindExpiredLookup(key, path);
+    if (old) {
+      ++stale_answers_;
+      old->info.stale = true;
+    }
+    return old;
+  }
+
   // With `for_read`, a file up to inline_read_bytes comes with its bytes (one round trip).
   Result<CachedLookup> LookupHub(const std::string& hub_path,
                                  const std::optional<std::string>& snapshot,
@@ -477,12 +489,8 @@ class PortalVolumeImpl final : public PortalVolume, private DataStore {
       result.status = reply.status();
       lease_ms = error_body.value("lease_ms", int64_t{0});
     } else {
-      if (options_.stale_ok && reply.status().code() == StatusCode::kUnavailable) {
-        if (auto old = cache_.FindExpiredLookup(key, hub_path)) {
-          ++stale_answers_;
-          old->info.stale = true;
-          return *old;
-        }
+      if (reply.status().code() == StatusCode::kUnavailable) {
+        if (auto old = StaleLookup(key, hub_path)) return *old;
       }
       return reply.status();
     }
@@ -568,11 +576,7 @@ class PortalVolumeImpl final : public PortalVolume, private DataStore {
       // Out of reach: asking again about the path would only wait as long once more.
       if (listing.status().code() == StatusCode::kUnavailable) {
         if (!options_.stale_ok) return listing.status();
-        if (auto old = cache_.FindExpiredLookup(dir, hub_path)) {
-          ++stale_answers_;
-          old->info.stale = true;
-          return old;
-        }
+        if (auto old = StaleLookup(dir, hub_path)) return old;
       }
       // The path's own lookup says why, or finds what a stale page lacks.
       return std::optional<CachedLookup>();

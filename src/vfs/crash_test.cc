@@ -123,6 +123,15 @@ TEST_F(CrashTest, FullDiskIsAClearErrorAndChangesNothing) {
   EXPECT_EQ(big.status().code(), StatusCode::kResourceExhausted) << big.status().ToString();
   EXPECT_EQ(vol_->Stat(RequestContext{}, "/big").status().code(), StatusCode::kNotFound);
   ExpectAcknowledgedIntact();
+  // The same when the chunks are stored on a helper thread (no MD5: ChunkPipeline): its
+  // failure reaches the writer with its code.
+  WriteOptions no_md5;
+  no_md5.md5_etag_limit = 0;
+  auto piped = WriteFile(vol_.get(), "/piped", RandomBytes(2'000'000, 5), no_md5, 1 << 16);
+  ASSERT_FALSE(piped.ok());
+  EXPECT_EQ(piped.status().code(), StatusCode::kResourceExhausted) << piped.status().ToString();
+  EXPECT_EQ(vol_->Stat(RequestContext{}, "/piped").status().code(), StatusCode::kNotFound);
+  ExpectAcknowledgedIntact();
 
   // Once space is back, writing works again.
   fs_->ClearFaults();

@@ -80,7 +80,6 @@ Status ValidateAttributes(const Attributes& attributes) {
   return OkStatus();
 }
 
-// A caller's ETag ends up in HTTP headers and XML, always quoted.
 // The ETag of a version too large to be worth an MD5 (WriteOptions::md5_etag_limit): the
 // SHA-256 of its chunk ids, shortened to an MD5's length, and the number of chunks, as in an
 // S3 multipart ETag. Same content, same chunks, same ETag.
@@ -91,6 +90,7 @@ std::string ChunksEtag(const std::vector<ChunkRef>& chunks) {
   return ChunkId::Of(AsBytes(ids)).ToHex().substr(0, 32) + "-" + std::to_string(chunks.size());
 }
 
+// A caller's ETag ends up in HTTP headers and XML, always quoted.
 Status ValidateEtag(const std::string& etag) {
   if (etag.empty() || etag.size() > 64) return InvalidArgument("an ETag must be 1..64 characters");
   for (char c : etag) {
@@ -668,13 +668,14 @@ class LocalFileWriter final : public FileWriter {
   // Hashes what Write is given; absent when opts_.etag is set or the file outgrew
   // opts_.md5_etag_limit.
   std::optional<BackgroundMd5> md5_;
-  // Stores chunks on a helper thread once the stream is large and md5_ is gone; until
-  // Drain returns, that thread owns manifest_.chunks.
-  static constexpr uint64_t kPipelineFrom = 1 << 20;
-  std::unique_ptr<ChunkPipeline> pipeline_;
   uint64_t size_ = 0;  // bytes written and appended
   Manifest manifest_;
   bool done_ = false;
+  // Stores chunks on a helper thread once the stream is large and md5_ is gone; until
+  // Drain returns, that thread owns manifest_.chunks. Declared after what its thread
+  // touches, so it is stopped first.
+  static constexpr uint64_t kPipelineFrom = 1 << 20;
+  std::unique_ptr<ChunkPipeline> pipeline_;
 };
 
 Status LocalVolume::Init() {

@@ -53,6 +53,13 @@ Result<std::vector<std::string>> SplitPath(std::string_view path) {
   return segments;
 }
 
+std::string ChildPath(std::string_view dir, std::string_view name) {
+  std::string out(dir);
+  if (out.empty() || out.back() != '/') out += '/';
+  out += name;
+  return out;
+}
+
 std::string JoinPath(const std::vector<std::string>& segments) {
   if (segments.empty()) return "/";
   std::string out;

@@ -23,6 +23,9 @@ Result<std::vector<std::string>> SplitPath(std::string_view path);
 // "/" + segments joined by '/'.
 std::string JoinPath(const std::vector<std::string>& segments);
 
+// The path of entry `name` of directory `dir` ("/" + "a" -> "/a", "/d" + "a" -> "/d/a").
+std::string ChildPath(std::string_view dir, std::string_view name);
+
 // Parent path and final name of a non-root path.
 struct ParentAndName {
   std::vector<std::string> parent;

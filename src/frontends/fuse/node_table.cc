@@ -23,10 +23,6 @@ std::vector<std::map<std::string, uint64_t>::const_iterator> Within(
 
 }  // namespace
 
-std::string ChildPath(const std::string& dir, const std::string& name) {
-  return dir == "/" ? "/" + name : dir + "/" + name;
-}
-
 std::string ParentPath(const std::string& path) {
   size_t slash = path.rfind('/');
   return slash == 0 || slash == std::string::npos ? "/" : path.substr(0, slash);

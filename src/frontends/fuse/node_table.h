@@ -15,6 +15,8 @@
 #include <utility>
 #include <vector>
 
+#include "vfs/path.h"
+
 namespace weft::fuse {
 
 class NodeTable {
@@ -63,8 +65,6 @@ class NodeTable {
   std::map<std::string, uint64_t> by_path_;  // ordered: a subtree is one range
 };
 
-// "/a" + "b" -> "/a/b"; "/" + "b" -> "/b".
-std::string ChildPath(const std::string& dir, const std::string& name);
 // "/a/b" -> "/a"; "/a" -> "/".
 std::string ParentPath(const std::string& path);
 

@@ -169,11 +169,4 @@ FileInfo MakeFileInfo(const std::string& path, uint64_t ino, const Inode& inode)
   return f;
 }
 
-std::string ChildPath(const std::string& dir, std::string_view name) {
-  std::string out = dir;
-  if (out.empty() || out.back() != '/') out += '/';
-  out += name;
-  return out;
-}
-
 }  // namespace weft

@@ -10,6 +10,7 @@
 
 #include "meta/kv_store.h"
 #include "vfs/internal/schema.h"
+#include "vfs/path.h"
 #include "vfs/volume.h"
 
 namespace weft {
@@ -48,7 +49,5 @@ class NamespaceView {
 };
 
 FileInfo MakeFileInfo(const std::string& path, uint64_t ino, const schema::Inode& inode);
-// "/a" + "b" -> "/a/b"; "/" + "b" -> "/b".
-std::string ChildPath(const std::string& dir, std::string_view name);
 
 }  // namespace weft

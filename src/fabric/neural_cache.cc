@@ -6,6 +6,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <future>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -227,10 +228,7 @@ class NeuralCacheImpl final : public NeuralCache {
         std::lock_guard lock(mu_);
         if (!catalog_.FindPath(p)) dirs.insert(ParentDir(p));
       }
-      for (const std::string& d : dirs) {
-        Result<std::vector<FileInfo>> listed = store_->List(d);
-        if (listed.ok()) OnListing(d, *listed);
-      }
+      ListAll(std::vector<std::string>(dirs.begin(), dirs.end()));
     } else {
       if (hint.sampler != "permutation" && hint.sampler != "sequential") {
         return InvalidArgument("sampler must be 'permutation' or 'sequential', not '" +
@@ -400,6 +398,26 @@ class NeuralCacheImpl final : public NeuralCache {
     store_->Release(ids);
   }
 
+  // Lists directories a few at a time: each listing is a round trip to the hub, and a first
+  // epoch's hint naming ten directories waited 0.4 s for them one by one over a 40 ms link.
+  void ListAll(const std::vector<std::string>& dirs) {
+    constexpr size_t kAtOnce = 8;
+    for (size_t start = 0; start < dirs.size(); start += kAtOnce) {
+      const size_t end = std::min(dirs.size(), start + kAtOnce);
+      std::vector<std::future<Result<std::vector<FileInfo>>>> listing;
+      for (size_t i = start + 1; i < end; ++i) {
+        listing.push_back(
+            std::async(std::launch::async, [this, &d = dirs[i]] { return store_->List(d); }));
+      }
+      Result<std::vector<FileInfo>> first = store_->List(dirs[start]);
+      if (first.ok()) OnListing(dirs[start], *first);
+      for (size_t i = start + 1; i < end; ++i) {
+        Result<std::vector<FileInfo>> listed = listing[i - start - 1].get();
+        if (listed.ok()) OnListing(dirs[i], *listed);
+      }
+    }
+  }
+
   Result<std::vector<std::string>> ListTree(const std::string& root) {
     std::vector<std::string> files;
     std::vector<std::string> dirs = {root};
@@ -455,6 +473,7 @@ class NeuralCacheImpl final : public NeuralCache {
             return cache_.Contains(k) || in_flight_.contains(k) || staged_.contains(k);
           },
           room - staged_bytes_ - in_flight_bytes_);
+      const int64_t planned_ns = NowNs();
       for (const cache::Candidate& c : plan) {
         if (catalog_.Find(c.item.file) == nullptr) {
           ensemble_->Landed(c.item.key, c.item.size, false);
@@ -462,7 +481,7 @@ class NeuralCacheImpl final : public NeuralCache {
         }
         in_flight_.emplace(c.item.key, c);
         in_flight_bytes_ += c.item.size;
-        queue_.push_back(c);
+        queue_.push_back({c, planned_ns + static_cast<int64_t>(c.eta_s * 1e9)});
       }
       if (!plan.empty()) work_cv_.notify_all();
     }
@@ -478,18 +497,21 @@ class NeuralCacheImpl final : public NeuralCache {
       std::vector<cache::Candidate> batch;
       std::vector<DataStore::ItemRef> refs;
       uint64_t bytes = 0;
-      while (!queue_.empty() && batch.size() < kBatchItems && bytes < kBatchBytes) {
-        const cache::Candidate c = queue_.front();
+      const uint64_t limit = BatchBytesDueBy(queue_.front().due_ns);
+      while (!queue_.empty() && batch.size() < kBatchItems && bytes < limit) {
+        const cache::Candidate c = queue_.front().candidate;
         queue_.pop_front();
         const SpokeCatalog::File& file = *catalog_.Find(c.item.file);
         refs.push_back({file.path, file.version, c.item.block});
         batch.push_back(c);
         bytes += c.item.size;
       }
+      fetching_bytes_ += bytes;
       lock.unlock();
       std::vector<Result<std::vector<ChunkId>>> got = store_->FetchAndHold(refs);
       std::vector<ChunkId> to_release;
       lock.lock();
+      fetching_bytes_ -= bytes;
       for (size_t i = 0; i < batch.size(); ++i) Landed(batch[i], std::move(got[i]), &to_release);
       wake_ = true;
       landed_cv_.notify_all();
@@ -500,6 +522,20 @@ class NeuralCacheImpl final : public NeuralCache {
         lock.lock();
       }
     }
+  }
+
+  // A fetcher's batch lands all at once, and with n fetchers busy B bytes take about
+  // rtt + n × B / bandwidth. Its first item should land before it is read, so a batch whose
+  // head is due soon is small (the start of an epoch's declared order: its first reads waited
+  // ~0.25 s behind 4 MiB batches), one due later large (fewer round trips and hub requests).
+  // A batch no larger than what the fetchers already move delays none of it, so while reads
+  // outrun the link (a first epoch: every head is due at once) batches still grow to fill it.
+  uint64_t BatchBytesDueBy(int64_t due_ns) const {
+    const double slack_s = static_cast<double>(due_ns - NowNs()) / 1e9 - options_.rtt_s;
+    const double fits = options_.link_bytes_per_s * slack_s /
+                        static_cast<double>(std::max<size_t>(1, options_.prefetch_threads));
+    const uint64_t by_deadline = fits <= 0 ? 0 : static_cast<uint64_t>(fits);
+    return std::clamp(std::max(by_deadline, fetching_bytes_), kMinBatchBytes, kBatchBytes);
   }
 
   void Landed(const cache::Candidate& c, Result<std::vector<ChunkId>> ids,
@@ -554,6 +590,7 @@ class NeuralCacheImpl final : public NeuralCache {
   std::unordered_map<Key, std::vector<ChunkId>> held_;   // GUARDED_BY(mu_): admitted items' chunks
   std::unordered_map<Key, cache::Candidate> in_flight_;  // GUARDED_BY(mu_)
   uint64_t in_flight_bytes_ = 0;                         // GUARDED_BY(mu_)
+  uint64_t fetching_bytes_ = 0;  // GUARDED_BY(mu_): of those, taken by a fetcher (not queued)
   // Landed prefetches not read yet, held outside the policy's capacity.
   struct Staged {
     std::vector<ChunkId> ids;
@@ -572,8 +609,13 @@ class NeuralCacheImpl final : public NeuralCache {
   static constexpr size_t kBatchItems = 64;
   static constexpr uint64_t kMinPlanBytes = 2 << 20;
   static constexpr uint64_t kBatchBytes = 4 << 20;
-  std::deque<std::vector<ChunkId>> recently_read_;                  // GUARDED_BY(mu_)
-  std::deque<cache::Candidate> queue_;                              // GUARDED_BY(mu_)
+  static constexpr uint64_t kMinBatchBytes = 256 << 10;
+  std::deque<std::vector<ChunkId>> recently_read_;  // GUARDED_BY(mu_)
+  struct Queued {
+    cache::Candidate candidate;
+    int64_t due_ns = 0;  // when the candidate's read is expected
+  };
+  std::deque<Queued> queue_;                                        // GUARDED_BY(mu_)
   bool wake_ = false;                                               // GUARDED_BY(mu_)
   bool stop_ = false;                                               // GUARDED_BY(mu_)
   uint64_t reads_ = 0, hits_ = 0, bytes_read_ = 0, bytes_hit_ = 0;  // GUARDED_BY(mu_)

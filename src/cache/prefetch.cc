@@ -95,6 +95,7 @@ struct Ensemble::State {
     double best_wp = -1;
     uint64_t experts = 0;  // bit e: expert e proposed it
     bool skip = false;     // cached, in flight or issued
+    size_t proposed = 0;   // its first proposal's place among all (experts' order kept)
   };
 
   EnsembleOptions options;
@@ -334,7 +335,8 @@ std::vector<Candidate> Ensemble::Plan(int64_t now_ns, const std::function<bool(K
   // Merge by key: Σ w·p, the earliest ETA, the heaviest contributor for attribution.
   auto& merged = s.scratch_merged;
   merged.clear();
-  for (const Candidate& c : all) {
+  for (size_t i = 0; i < all.size(); ++i) {
+    const Candidate& c = all[i];
     const auto& e = s.experts[c.expert];
     if (e.retired) continue;
     const uint64_t by = overrides[c.job];
@@ -342,6 +344,7 @@ std::vector<Candidate> Ensemble::Plan(int64_t now_ns, const std::function<bool(K
     auto [it, fresh] = merged.try_emplace(c.item.key);
     State::Merged& m = it->second;
     if (fresh) {
+      m.proposed = i;
       m.skip = s.in_flight.count(c.item.key) != 0 || s.issued.count(c.item.key) != 0 ||
                (cached && cached(c.item.key));
     }
@@ -358,7 +361,9 @@ std::vector<Candidate> Ensemble::Plan(int64_t now_ns, const std::function<bool(K
   }
 
   // Score: Σ w·p × stall saved per byte, discounted beyond the lead window. Sure predictions
-  // inside the window come first, soonest first (earliest deadline first).
+  // inside the window come first, soonest first (earliest deadline first); those due at the
+  // same time (all overdue: ETA 0, as a new epoch's head when its hint comes after a pause)
+  // in the order the experts proposed them, which for a hint is the declared order.
   struct Ranked {
     double score;
     bool due;  // needed within the lead window: fetched in deadline order
@@ -379,6 +384,7 @@ std::vector<Candidate> Ensemble::Plan(int64_t now_ns, const std::function<bool(K
   std::sort(ranked.begin(), ranked.end(), [](const Ranked& a, const Ranked& b) {
     if (a.due != b.due) return a.due;
     if (a.due && a.m->best.eta_s != b.m->best.eta_s) return a.m->best.eta_s < b.m->best.eta_s;
+    if (a.due && a.m->proposed != b.m->proposed) return a.m->proposed < b.m->proposed;
     if (a.score != b.score) return a.score > b.score;
     if (a.m->best.eta_s != b.m->best.eta_s) return a.m->best.eta_s < b.m->best.eta_s;
     return a.m->best.item.key < b.m->best.item.key;

@@ -355,16 +355,32 @@ TEST(Ensemble, RespectsTheBudgetAndLandedFreesIt) {
   EXPECT_TRUE(f.ens->Plan(3 * kMs, all).empty());
 }
 
+// Guesses (below the "sure" probability) are ranked by stall saved per byte.
 TEST(Ensemble, SmallFilesOutrankBigOnesAtEqualProbability) {
   OneExpert f;
-  f.next->push_back(Cand(MakeItem(1, 0, 1, kBlockBytes), 0.8));
-  for (uint64_t i = 2; i < 6; ++i) f.next->push_back(Cand(MakeItem(i, 0, 1, 4096), 0.8));
-  f.next->push_back(Cand(MakeItem(9, 0, 1, 1'000'000), 0.8));
+  f.next->push_back(Cand(MakeItem(1, 0, 1, kBlockBytes), 0.4));
+  for (uint64_t i = 2; i < 6; ++i) f.next->push_back(Cand(MakeItem(i, 0, 1, 4096), 0.4));
+  f.next->push_back(Cand(MakeItem(9, 0, 1, 1'000'000), 0.4));
   auto plan = f.ens->Plan(0, [](Key) { return false; });
   ASSERT_EQ(plan.size(), 6u);
   for (int i = 0; i < 4; ++i) EXPECT_EQ(plan[i].item.size, 4096u);
   EXPECT_EQ(plan[4].item.size, 1'000'000u);
   EXPECT_EQ(plan[5].item.size, kBlockBytes);
+}
+
+// Sure predictions due at the same moment (all overdue: a new epoch's head, declared after a
+// pause in reading) go in the order proposed, which for a hint is the declared order: the
+// reader waits for the first of them, whatever the others' sizes.
+TEST(Ensemble, SurePredictionsDueTogetherKeepTheOrderProposed) {
+  OneExpert f;
+  f.next->push_back(Cand(MakeItem(1, 0, 1, kBlockBytes), 0.9));
+  f.next->push_back(Cand(MakeItem(2, 0, 1, 1'000'000), 0.9));
+  f.next->push_back(Cand(MakeItem(3, 0, 1, 4096), 0.9));
+  f.next->push_back(Cand(MakeItem(4, 0, 1, 4096), 0.9));
+  std::vector<Candidate> plan = f.ens->Plan(0, [](Key) { return false; });
+  std::vector<uint64_t> files;
+  for (const Candidate& c : plan) files.push_back(c.item.file);
+  EXPECT_EQ(files, (std::vector<uint64_t>{1, 2, 3, 4}));
 }
 
 // Sure predictions due within the lead window go nearest first, whatever their size, and one

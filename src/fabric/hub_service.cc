@@ -537,17 +537,37 @@ Status HubService::List(Call& call) {
 
 Status HubService::Fetch(Call& call) {
   const std::string spoke = call.args.at("spoke").get<std::string>();
-  std::string out;
+  // Every file first, so the reply can be sized once: grown append by append, a 4 MiB batch
+  // was copied again at each doubling into freshly faulted pages (a fifth of the CPU of a
+  // spoke's first epoch, hub, spoke and WAN emulator together).
+  struct Wanted {
+    std::unique_ptr<FileReader> reader;
+    const json* indices;
+  };
+  std::vector<Wanted> wanted;
+  uint64_t plaintext_bytes = 0;
   for (const json& item : call.args.at("items")) {
     WEFT_ASSIGN_OR_RETURN(std::string path, NormalisePath(item.at("path").get<std::string>()));
     WEFT_RETURN_IF_ERROR(AuthorizeRead(call.ctx, auth::kRead, path));
     WEFT_RETURN_IF_ERROR(CheckResidency(call.ctx, call.tags, path, ReadOptions{}));
     WEFT_ASSIGN_OR_RETURN(auto reader,
                           OpenVersion(call.ctx, path, item.at("version").get<std::string>()));
-    for (const json& index : item.at("indices")) {
+    const json& indices = item.at("indices");
+    for (const json& index : indices) {
+      const size_t i = index.get<size_t>();
+      if (i < reader->chunks().size()) {
+        plaintext_bytes += reader->chunks()[i].length + kFrameHeaderBytes;
+      }
+    }
+    wanted.push_back({std::move(reader), &indices});
+  }
+  std::string out;
+  out.reserve(std::min<uint64_t>(plaintext_bytes, options_.max_body_bytes));
+  for (const Wanted& w : wanted) {
+    for (const json& index : *w.indices) {
       size_t i = index.get<size_t>();
-      WEFT_ASSIGN_OR_RETURN(std::shared_ptr<const std::string> data, reader->ReadChunk(i));
-      AppendChunkFrame(reader->chunks()[i].id, *data, &out);
+      WEFT_ASSIGN_OR_RETURN(std::shared_ptr<const std::string> data, w.reader->ReadChunk(i));
+      AppendChunkFrame(w.reader->chunks()[i].id, *data, &out);
       if (out.size() > options_.max_body_bytes) {
         return InvalidArgument("fetch batch larger than " +
                                std::to_string(options_.max_body_bytes));

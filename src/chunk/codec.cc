@@ -9,6 +9,9 @@ namespace {
 
 // Below this size the frame overhead eats any saving; not worth a zstd call.
 constexpr size_t kMinCompressSize = 64;
+// Chunks up to this size compress into a per-thread buffer (FastCDC's default maximum is
+// 256 KiB; larger chunks are rare and take a buffer of their own).
+constexpr size_t kMaxScratchBytes = 4 << 20;
 
 struct CCtxDeleter {
   void operator()(ZSTD_CCtx* c) const { ZSTD_freeCCtx(c); }
@@ -38,17 +41,32 @@ Codec EncodeChunk(ByteSpan raw, int level, std::string* compressed) {
   if (raw.size() < kMinCompressSize) return Codec::kRaw;
   ZSTD_CCtx* cctx = ThreadCCtx();
   if (cctx == nullptr) return Codec::kRaw;
-  // Capping the output at 95 % makes zstd stop as soon as the saving is out of reach, so the
-  // incompressible case needs no separate probe (measured: ~7 GB/s on random 64 KiB chunks).
-  const size_t limit = raw.size() - raw.size() / 20;
-  compressed->resize(limit);
   if (ZSTD_isError(ZSTD_CCtx_reset(cctx, ZSTD_reset_session_only)) ||
       ZSTD_isError(ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, level))) {
     return Codec::kRaw;
   }
-  const size_t n = ZSTD_compress2(cctx, compressed->data(), limit, raw.data(), raw.size());
+  // Capping the output at 95 % makes zstd stop as soon as the saving is out of reach, so the
+  // incompressible case needs no separate probe (measured: ~7 GB/s on random 64 KiB chunks).
+  const size_t limit = raw.size() - raw.size() / 20;
+  // zstd writes into this thread's scratch, not into a string sized (and zero-filled) for
+  // the bound: for incompressible chunks, most of what is stored or sent, that fill was a
+  // memset of every byte (and, in a fresh buffer, a page fault per 4 KiB).
+  thread_local std::unique_ptr<char[]> scratch;
+  thread_local size_t scratch_size = 0;
+  if (limit > kMaxScratchBytes) {
+    compressed->resize(limit);
+    const size_t n = ZSTD_compress2(cctx, compressed->data(), limit, raw.data(), raw.size());
+    if (ZSTD_isError(n)) return Codec::kRaw;
+    compressed->resize(n);
+    return Codec::kZstd;
+  }
+  if (scratch_size < limit) {
+    scratch = std::make_unique_for_overwrite<char[]>(limit);
+    scratch_size = limit;
+  }
+  const size_t n = ZSTD_compress2(cctx, scratch.get(), limit, raw.data(), raw.size());
   if (ZSTD_isError(n)) return Codec::kRaw;
-  compressed->resize(n);
+  compressed->assign(scratch.get(), n);
   return Codec::kZstd;
 }
 

@@ -8,8 +8,8 @@ JPEGs); `weft dev wan` puts a WAN between it and everything else (default 20 ms 
 reads shuffled epochs and "computes" each batch for the DLIO ResNet-50 time (0.103 s per 64 samples on an H100,
 scaled to the batch size). Side by side, on the same bytes and link:
   - neuralcache+hints: a spoke (cache 60 % of the dataset, --cache-policy neural, all
-    experts) and each epoch's order declared through POST cache/hints, as
-    weft.torch.HintingSampler does;
+    experts) and each epoch's order declared through POST cache/hints, the next epoch's
+    appended, as weft.torch.HintingSampler does for a sampler moved by set_epoch;
   - neuralcache: the same spoke, no hints (experts infer what they can);
   - lru: the spoke with --cache-policy lru --prefetch none (a plain recency cache);
   - hub direct: no spoke; the loader reads the hub across the WAN.
@@ -97,12 +97,19 @@ def run_epochs(url, keys, args, hint=None):
     # boto3 clients each epoch (~0.3 s of Python start-up counted as a stall).
     loader = DataLoader(dataset, batch_size=args.batch, sampler=sampler, num_workers=2,
                         prefetch_factor=2, collate_fn=lambda b: b, persistent_workers=True)
-    rows = []
-    for epoch in range(args.epochs):
+    def order_of(epoch):
         order = list(range(len(keys)))
         random.Random(1000 + epoch).shuffle(order)
+        return order
+
+    rows = []
+    for epoch in range(args.epochs):
+        order = order_of(epoch)
         if hint:
             hint(["/bench/" + keys[i] for i in order])
+            # The order is a function of the epoch, as a DistributedSampler's: HintingSampler
+            # then declares the next epoch's too, appended.
+            hint(["/bench/" + keys[i] for i in order_of(epoch + 1)], append=True)
         sampler.order = order
         compute = 0.0
         start = time.monotonic()
@@ -170,9 +177,9 @@ def main():
                 if mode == "neuralcache+hints":
                     token = rest(url, "POST", "tokens",
                                  {"access_key_id": ACCESS, "secret_access_key": SECRET})["token"]
-                    hint = lambda paths, u=url, t=token: rest(  # noqa: E731
-                        u, "POST", "cache/hints", {"dataset": "/bench/train", "paths": paths},
-                        token=t)
+                    hint = lambda paths, append=False, u=url, t=token: rest(  # noqa: E731
+                        u, "POST", "cache/hints",
+                        {"dataset": "/bench/train", "paths": paths, "append": append}, token=t)
             epochs = run_epochs(url, keys, args, hint)
             wan_bytes = downstream_bytes(wan) - before
             if spoke:

@@ -422,15 +422,44 @@ class HintTest(ClassHub):
         dist = torch.utils.data.DistributedSampler(ds, num_replicas=1, rank=0, seed=9)
         sampler = weft.HintingSampler(dist, ds, spoke=self.spoke.url, job="job-a",
                                       client=self.spoke_client)
+        sent = []
+        rest = self.spoke_client.rest
+
+        def recording(method, endpoint, body=None, **kw):
+            sent.append(body)
+            return rest(method, endpoint, body, **kw)
+
+        self.spoke_client.rest = recording
+        self.addCleanup(delattr, self.spoke_client, "rest")
         sampler.set_epoch(3)
         self.assertEqual(dist.epoch, 3)
         order = list(sampler)
+        self.assertEqual(dist.epoch, 3)  # the next epoch was computed on a copy
         dist.set_epoch(3)
         self.assertEqual(order, list(dist))
+        dist.set_epoch(4)
+        following = list(dist)
+        self.assertNotEqual(following, order)
         self.assertEqual(len(sampler), FILES)
-        self.assertEqual((sampler.hints_sent, sampler.hint_requests), (FILES, 4))
-        self.assertEqual(sampler.hints_accepted, FILES)
+        # This epoch's order in four pieces (the first replaces), then the next epoch's,
+        # appended, so the spoke can fetch its head while this epoch ends.
+        self.assertEqual((sampler.hints_sent, sampler.hint_requests), (2 * FILES, 8))
+        self.assertEqual([b["append"] for b in sent], [False] + [True] * 7)
+        self.assertEqual([p for b in sent[:4] for p in b["paths"]],
+                         [ds.path_of(i) for i in order])
+        self.assertEqual([p for b in sent[4:] for p in b["paths"]],
+                         [ds.path_of(i) for i in following])
+        self.assertEqual(sampler.declared_next_epoch, 4)
+        self.assertEqual(sampler.hints_accepted, 2 * FILES)
         self.assertEqual(sampler.last_reply["job"], "job-a")
+        # Without set_epoch (or with declare_next=False) nothing is guessed.
+        sent.clear()
+        once = weft.HintingSampler(dist, ds, spoke=self.spoke.url, client=self.spoke_client,
+                                   declare_next=False)
+        once.set_epoch(5)
+        self.assertEqual(len(list(once)), FILES)
+        self.assertEqual(len(sent), 4)
+        self.assertIsNone(once.declared_next_epoch)
         # A Subset maps its indices to the underlying files.
         sub = torch.utils.data.Subset(ds, [5, 3, 199])
         sampler = weft.HintingSampler([2, 0, 1], sub, client=self.spoke_client)

@@ -376,6 +376,40 @@ class ReadOnlyMountTest(WeftTestCase):
             os.mkdir(os.path.join(mp, ".weft", "snapshots", "s"))
         self.assertEqual(caught.exception.errno, errno.EROFS)
 
+    def test_lookups_that_no_read_follows_stop_reading_ahead(self):
+        # A read-only mount starts reading a file's first chunks when it is looked up (an open
+        # and a read usually follow); a scan that only stats must not read the whole volume.
+        require_fuse()
+        src = self.path("src")
+        files = {f"d{i % 8}/{i:04d}": incompressible(f"scan{i}", 60_000) for i in range(1200)}
+        for rel, body in files.items():
+            self.write_file(os.path.join("src", rel), body)
+        self.weft("put", src, "/scan")
+        mp = self.path("ro")
+        mount = Mount(self.bin, mp, [], ["--read-only"], data=self.data)
+        self.addCleanup(mount.stop)
+        io_file = f"/proc/{mount.proc.pid}/io"
+        if not os.path.exists(io_file):
+            self.skipTest("no per-process I/O accounting here")
+        for root, _, names in os.walk(os.path.join(self.data, "packs")):
+            for name in names:
+                fd = os.open(os.path.join(root, name), os.O_RDONLY)
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+                os.close(fd)
+
+        def disk_reads():
+            with open(io_file) as f:
+                return next(int(line.split()[1]) for line in f if line.startswith("read_bytes"))
+
+        before = disk_reads()
+        for rel in files:  # one LOOKUP each, no readdir first
+            self.assertEqual(os.stat(os.path.join(mp, "scan", rel)).st_size, 60_000)
+        total = sum(len(b) for b in files.values())
+        self.assertLess(disk_reads() - before, total // 4)
+        # Reads that follow lookups still see the right bytes.
+        for rel in list(files)[:100]:
+            self.assertEqual(read(os.path.join(mp, "scan", rel)), files[rel], rel)
+
     def test_usage_errors_are_one_line(self):
         proc = self.weft("mount", "--hub", "http://127.0.0.1:1", "--server", "http://x",
                          self.path("nowhere"), check=False)

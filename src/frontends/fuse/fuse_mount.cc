@@ -71,6 +71,8 @@ namespace {
 
 constexpr size_t kIoBytes = 1 << 20;           // largest read and write the kernel sends
 constexpr size_t kMaxReaders = 1024;           // cached readers (each may hold a chunk)
+constexpr uint32_t kLookupReadWindow = 64;     // LOOKUP-time reads judged together
+constexpr uint32_t kLookupReadPause = 1024;    // lookups without one after a poor window
 constexpr double kImmutableTimeout = 86400.0;  // snapshot trees never change
 constexpr uint32_t kReadDirPage = 1000;
 // Synthetic paths of the cache control (see fuse_mount.h).
@@ -183,6 +185,8 @@ class HandleTable {
 // Reads one fixed version: a concurrent overwrite never tears it.
 struct ReadHandle : Handle {
   std::shared_ptr<FileReader> reader;  // shared with the open cache
+  bool started_at_lookup = false;      // opened, and its start read from disk, by a LOOKUP
+  std::atomic<bool> read{false};       // a READ used it
 
   // The end offset of each chunk. Filled on first use; never changed after, so the reference
   // stays valid and may be read without the lock.
@@ -548,13 +552,18 @@ class FuseMountImpl final : public FuseMount {
     }
   }
 
-  void ReplyEntry(fuse_req_t req, const std::string& path, const FileInfo& info) {
+  // The node answered, or 0 when the reply failed.
+  fuse_ino_t ReplyEntry(fuse_req_t req, const std::string& path, const FileInfo& info) {
     struct fuse_entry_param e {};
     e.ino = nodes_.Lookup(path);
     e.attr = StatOf(info, e.ino);
     OverlayOpenWrites(e.ino, &e.attr);
     e.attr_timeout = e.entry_timeout = TimeoutFor(path);
-    if (fuse_reply_entry(req, &e) != 0) nodes_.Forget(e.ino, 1);
+    if (fuse_reply_entry(req, &e) != 0) {
+      nodes_.Forget(e.ino, 1);
+      return 0;
+    }
+    return e.ino;
   }
 
   void ReplyAttr(fuse_req_t req, fuse_ino_t ino, const std::string& path, const FileInfo& info) {
@@ -810,7 +819,51 @@ class FuseMountImpl final : public FuseMount {
     if (!path) return;
     Result<FileInfo> info = self->StatPath(self->ContextOf(req), *path);
     if (!info.ok()) return (void)fuse_reply_err(req, ErrnoOf(info.status()));
-    self->ReplyEntry(req, *path, *info);
+    const RequestContext ctx = self->ContextOf(req);
+    const fuse_ino_t ino = self->ReplyEntry(req, *path, *info);
+    if (self->zero_open_ && ino != 0 && info->type == FileType::kFile && info->size > 0) {
+      self->StartReading(ctx, ino, *path);
+    }
+  }
+
+  // On a zero-message-open mount a LOOKUP is usually followed by a READ of the file's start
+  // (open, then read). Once the entry is answered, this thread opens the node's reader and
+  // starts reading its first chunks from disk, so the disk works while the kernel and the
+  // application turn the entry into a READ (cold ~115 KB files: 2,000 -> 2,300-2,600 files/s).
+  // Lookups that no READ follows (a scan that only stats) would read for nothing: when fewer
+  // than half of a window of such starts were read, they pause for kLookupReadPause lookups.
+  void StartReading(const RequestContext& ctx, fuse_ino_t ino, const std::string& path) {
+    {
+      std::lock_guard lock(versions_mu_);
+      if (lookup_read_pause_ > 0) {
+        --lookup_read_pause_;
+        return;
+      }
+      if (node_reads_.contains(ino)) return;
+    }
+    Result<std::unique_ptr<FileReader>> reader = volume_->OpenReader(ctx, path);
+    if (!reader.ok()) return;
+    auto handle = std::make_shared<ReadHandle>();
+    handle->reader = std::move(*reader);
+    const std::vector<ChunkRef>& chunks = handle->reader->chunks();
+    size_t last = 0;
+    for (uint64_t bytes = 0; last < chunks.size() && bytes < kIoBytes; ++last) {
+      bytes += chunks[last].length;
+    }
+    handle->reader->WillNeed(0, last);
+    handle->started_at_lookup = true;
+    std::lock_guard lock(versions_mu_);
+    if (node_reads_.size() >= kMaxReaders) node_reads_.erase(node_reads_.begin());
+    node_reads_.emplace(ino, std::move(handle));
+    if (++lookup_reads_started_ < kLookupReadWindow) return;
+    if (lookup_reads_used_ < kLookupReadWindow / 2) lookup_read_pause_ = kLookupReadPause;
+    lookup_reads_started_ = lookup_reads_used_ = 0;
+  }
+
+  void NoteReadOf(ReadHandle& h) {
+    if (!h.started_at_lookup || h.read.exchange(true)) return;
+    std::lock_guard lock(versions_mu_);
+    ++lookup_reads_used_;
   }
 
   static void OpForget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup) {
@@ -922,7 +975,7 @@ class FuseMountImpl final : public FuseMount {
       if (!snap.ok()) return (void)fuse_reply_err(req, ErrnoOf(snap.status()));
       Result<FileInfo> info = self->volume_->Stat(ctx, *path);
       if (!info.ok()) return (void)fuse_reply_err(req, ErrnoOf(info.status()));
-      return self->ReplyEntry(req, *path, *info);
+      return (void)self->ReplyEntry(req, *path, *info);
     }
     if (self->RejectWrite(req, *path)) return;
     Result<FileInfo> info = self->volume_->Mkdir(self->ContextOf(req), *path, mode & 07777);
@@ -1115,6 +1168,7 @@ class FuseMountImpl final : public FuseMount {
     if (held == nullptr && self->zero_open_) {
       Result<std::shared_ptr<ReadHandle>> node = self->NodeReader(req, ino);
       if (!node.ok()) return (void)fuse_reply_err(req, ErrnoOf(node.status()));
+      self->NoteReadOf(**node);
       held = std::move(*node);
     }
     Handle* h = held.get();
@@ -1518,7 +1572,9 @@ class FuseMountImpl final : public FuseMount {
   std::unordered_map<uint64_t, std::string> cached_versions_;
   std::unordered_map<uint64_t, std::shared_ptr<FileReader>> readers_;
   std::unordered_map<uint64_t, std::shared_ptr<ReadHandle>> node_reads_;  // zero_open_ only
-  bool zero_open_ = false;                                                // set once at INIT
+  // StartReading's account (versions_mu_): started and used in this window, lookups to skip.
+  uint32_t lookup_reads_started_ = 0, lookup_reads_used_ = 0, lookup_read_pause_ = 0;
+  bool zero_open_ = false;  // set once at INIT
 };
 
 }  // namespace

@@ -53,20 +53,24 @@ Codec EncodeChunk(ByteSpan raw, int level, std::string* compressed) {
   // memset of every byte (and, in a fresh buffer, a page fault per 4 KiB).
   thread_local std::unique_ptr<char[]> scratch;
   thread_local size_t scratch_size = 0;
-  if (limit > kMaxScratchBytes) {
+  char* out;
+  if (limit <= kMaxScratchBytes) {
+    if (scratch_size < limit) {
+      scratch = std::make_unique_for_overwrite<char[]>(limit);
+      scratch_size = limit;
+    }
+    out = scratch.get();
+  } else {
     compressed->resize(limit);
-    const size_t n = ZSTD_compress2(cctx, compressed->data(), limit, raw.data(), raw.size());
-    if (ZSTD_isError(n)) return Codec::kRaw;
-    compressed->resize(n);
-    return Codec::kZstd;
+    out = compressed->data();
   }
-  if (scratch_size < limit) {
-    scratch = std::make_unique_for_overwrite<char[]>(limit);
-    scratch_size = limit;
-  }
-  const size_t n = ZSTD_compress2(cctx, scratch.get(), limit, raw.data(), raw.size());
+  const size_t n = ZSTD_compress2(cctx, out, limit, raw.data(), raw.size());
   if (ZSTD_isError(n)) return Codec::kRaw;
-  compressed->assign(scratch.get(), n);
+  if (out == compressed->data()) {
+    compressed->resize(n);
+  } else {
+    compressed->assign(out, n);
+  }
   return Codec::kZstd;
 }
 

@@ -28,6 +28,20 @@ TEST(CodecTest, CompressibleDataUsesZstdAndRoundTrips) {
   EXPECT_EQ(*decoded, raw);
 }
 
+// Chunks of every size, one after another on one thread (which reuses its compression buffer
+// up to 4 MiB and gives larger chunks their own), into one string holding the last result.
+TEST(CodecTest, SuccessiveChunksOfAnySizeRoundTrip) {
+  std::string stored = "left over from an earlier call";
+  for (size_t size :
+       {size_t{6} << 20, size_t{1} << 20, size_t{100} << 10, size_t{5} << 20, size_t{300} << 10}) {
+    const std::string raw = Text(size) + RandomBytes(1000, size);
+    ASSERT_EQ(EncodeChunk(AsBytes(raw), 1, &stored), Codec::kZstd) << size;
+    Result<std::string> decoded = DecodeChunk(Codec::kZstd, AsBytes(stored), raw.size());
+    ASSERT_TRUE(decoded.ok()) << size << ": " << decoded.status().ToString();
+    EXPECT_EQ(*decoded, raw) << size;
+  }
+}
+
 TEST(CodecTest, IncompressibleDataStaysRaw) {
   const std::string raw = RandomBytes(64 * 1024, 1);
   std::string stored;

@@ -347,17 +347,21 @@ class PosixTest(LocalMountTestCase):
 
 
 class ReadOnlyMountTest(WeftTestCase):
-    def test_read_only_refuses_changes_and_reads_without_open_requests(self):
+    def put_and_mount(self, files, dest):
+        """Puts `files` (relative path -> bytes) under `dest`, then mounts the volume
+        read-only; returns the mount."""
         require_fuse()
-        self.weft("put", "-", "/f", input=b"bytes")
-        src = self.path("src")
-        files = {f"d/{i:03d}": incompressible(f"ro{i}", 1000 + 5000 * i) for i in range(30)}
         for rel, body in files.items():
             self.write_file(os.path.join("src", rel), body)
-        self.weft("put", src, "/tree")
-        mp = self.path("ro")
-        mount = Mount(self.bin, mp, [], ["--read-only"], data=self.data)
+        self.weft("put", self.path("src"), dest)
+        mount = Mount(self.bin, self.path("ro"), [], ["--read-only"], data=self.data)
         self.addCleanup(mount.stop)
+        return mount
+
+    def test_read_only_refuses_changes_and_reads_without_open_requests(self):
+        self.weft("put", "-", "/f", input=b"bytes")
+        files = {f"d/{i:03d}": incompressible(f"ro{i}", 1000 + 5000 * i) for i in range(30)}
+        mp = self.put_and_mount(files, "/tree").mountpoint
         self.assertEqual(read(os.path.join(mp, "f")), b"bytes")
         # A read-only local volume opens without asking the daemon: reads, rereads, several
         # descriptors at once and reads from the middle all see the right bytes.
@@ -379,15 +383,9 @@ class ReadOnlyMountTest(WeftTestCase):
     def test_lookups_that_no_read_follows_stop_reading_ahead(self):
         # A read-only mount starts reading a file's first chunks when it is looked up (an open
         # and a read usually follow); a scan that only stats must not read the whole volume.
-        require_fuse()
-        src = self.path("src")
         files = {f"d{i % 8}/{i:04d}": incompressible(f"scan{i}", 60_000) for i in range(1200)}
-        for rel, body in files.items():
-            self.write_file(os.path.join("src", rel), body)
-        self.weft("put", src, "/scan")
-        mp = self.path("ro")
-        mount = Mount(self.bin, mp, [], ["--read-only"], data=self.data)
-        self.addCleanup(mount.stop)
+        mount = self.put_and_mount(files, "/scan")
+        mp = mount.mountpoint
         io_file = f"/proc/{mount.proc.pid}/io"
         if not os.path.exists(io_file):
             self.skipTest("no per-process I/O accounting here")

@@ -817,9 +817,9 @@ class FuseMountImpl final : public FuseMount {
     FuseMountImpl* self = Self(req);
     std::optional<std::string> path = self->ChildOr(req, parent, name);
     if (!path) return;
-    Result<FileInfo> info = self->StatPath(self->ContextOf(req), *path);
+    const RequestContext ctx = self->ContextOf(req);  // req is gone once answered
+    Result<FileInfo> info = self->StatPath(ctx, *path);
     if (!info.ok()) return (void)fuse_reply_err(req, ErrnoOf(info.status()));
-    const RequestContext ctx = self->ContextOf(req);
     const fuse_ino_t ino = self->ReplyEntry(req, *path, *info);
     if (self->zero_open_ && ino != 0 && info->type == FileType::kFile && info->size > 0) {
       self->StartReading(ctx, ino, *path);
@@ -845,16 +845,12 @@ class FuseMountImpl final : public FuseMount {
     if (!reader.ok()) return;
     auto handle = std::make_shared<ReadHandle>();
     handle->reader = std::move(*reader);
-    const std::vector<ChunkRef>& chunks = handle->reader->chunks();
-    size_t last = 0;
-    for (uint64_t bytes = 0; last < chunks.size() && bytes < kIoBytes; ++last) {
-      bytes += chunks[last].length;
-    }
-    handle->reader->WillNeed(0, last);
+    const std::vector<uint64_t>& ends = handle->ChunkEnds();
+    const size_t last = std::lower_bound(ends.begin(), ends.end(), kIoBytes) - ends.begin();
+    handle->reader->WillNeed(0, std::min(last + 1, ends.size()));  // the first kIoBytes
     handle->started_at_lookup = true;
     std::lock_guard lock(versions_mu_);
-    if (node_reads_.size() >= kMaxReaders) node_reads_.erase(node_reads_.begin());
-    node_reads_.emplace(ino, std::move(handle));
+    KeepNodeReaderLocked(ino, std::move(handle));
     if (++lookup_reads_started_ < kLookupReadWindow) return;
     if (lookup_reads_used_ < kLookupReadWindow / 2) lookup_read_pause_ = kLookupReadPause;
     lookup_reads_started_ = lookup_reads_used_ = 0;
@@ -1247,6 +1243,13 @@ class FuseMountImpl final : public FuseMount {
     auto handle = std::make_shared<ReadHandle>();
     handle->reader = std::move(reader);
     std::lock_guard lock(versions_mu_);
+    return KeepNodeReaderLocked(node, std::move(handle));
+  }
+
+  // Caches `handle` as node's reader (at most kMaxReaders), unless another thread cached one
+  // first; returns the one cached.
+  std::shared_ptr<ReadHandle> KeepNodeReaderLocked(uint64_t node,
+                                                   std::shared_ptr<ReadHandle> handle) {
     if (node_reads_.size() >= kMaxReaders) node_reads_.erase(node_reads_.begin());
     return node_reads_.emplace(node, std::move(handle)).first->second;
   }

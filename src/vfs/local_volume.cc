@@ -12,6 +12,7 @@
 #include "chunk/pack_chunk_store.h"
 #include "vfs/internal/background_md5.h"
 #include "vfs/internal/chunk_pipeline.h"
+#include "vfs/internal/dir_cache.h"
 #include "vfs/internal/namespace_view.h"
 #include "vfs/internal/schema.h"
 #include "vfs/path.h"
@@ -270,10 +271,13 @@ class LocalVolume final : public Volume {
     std::vector<std::string> segments;  // inside the view
     std::string display;                // the path as the caller named it
     VirtualDir virtual_dir = VirtualDir::kNone;
+    uint64_t dir_token = DirCache::kNoToken;  // live views: dir_cache_ may serve the parents
   };
   Result<ReadTarget> ParseReadTarget(const std::string& path,
                                      const std::optional<std::string>& snapshot);
   Result<SnapshotInfo> FindSnapshot(KvReader* reader, const std::string& name);
+  // Resolves t.segments in t.view, the parent directories through dir_cache_ when it can.
+  Result<NamespaceView::Resolved> Resolve(ReadTarget& t);
 
   // Runs `body` as one transaction under the commit lock and applies it durably.
   template <typename Body>
@@ -290,6 +294,7 @@ class LocalVolume final : public Volume {
   std::shared_ptr<KvStore> kv_;
   std::shared_ptr<ChunkStore> chunks_;
   LocalVolumeOptions options_;
+  DirCache dir_cache_;
 
   std::mutex commit_mu_;   // serialises mutations
   uint64_t seq_ = 0;       // GUARDED_BY(commit_mu_): last committed sequence
@@ -723,6 +728,7 @@ Result<LocalVolume::ReadTarget> LocalVolume::ParseReadTarget(
   WEFT_ASSIGN_OR_RETURN(std::vector<std::string> segments, SplitPath(path));
   ReadTarget t;
   t.display = JoinPath(segments);
+  const uint64_t token = dir_cache_.Begin();
   t.snapshot = kv_->NewSnapshot();
   uint64_t seq = NamespaceView::kLive;
   if (IsUnderSnapshotsDir(segments)) {
@@ -749,9 +755,24 @@ Result<LocalVolume::ReadTarget> LocalVolume::ParseReadTarget(
     t.segments = std::move(segments);
   } else {
     t.segments = std::move(segments);
+    t.dir_token = dir_cache_.Confirm(token);
   }
   t.view = std::make_unique<NamespaceView>(t.snapshot.get(), seq);
   return t;
+}
+
+Result<NamespaceView::Resolved> LocalVolume::Resolve(ReadTarget& t) {
+  if (t.dir_token == DirCache::kNoToken || t.segments.empty()) {
+    return t.view->Resolve(t.segments, t.display);
+  }
+  const std::vector<std::string> parent(t.segments.begin(), t.segments.end() - 1);
+  const std::string parent_path = JoinPath(parent);
+  std::optional<NamespaceView::Resolved> dir = dir_cache_.Find(t.dir_token, parent_path);
+  if (!dir) {
+    WEFT_ASSIGN_OR_RETURN(dir, t.view->Resolve(parent, t.display));
+    if (dir->inode.type == FileType::kDirectory) dir_cache_.Insert(t.dir_token, parent_path, *dir);
+  }
+  return t.view->Step(*dir, t.segments.back(), t.display);
 }
 
 Result<FileInfo> LocalVolume::Stat(const RequestContext&, const std::string& path,
@@ -761,7 +782,7 @@ Result<FileInfo> LocalVolume::Stat(const RequestContext&, const std::string& pat
   if (t.virtual_dir == VirtualDir::kSnapshotsRoot) {
     return VirtualDirInfo(t.display, kSnapshotsRootIno);
   }
-  WEFT_ASSIGN_OR_RETURN(auto r, t.view->Resolve(t.segments, t.display));
+  WEFT_ASSIGN_OR_RETURN(auto r, Resolve(t));
   return MakeFileInfo(t.display, r.ino, r.inode);
 }
 
@@ -796,7 +817,7 @@ Result<ReadDirPage> LocalVolume::ReadDir(const RequestContext& ctx, const std::s
     }
     return page;
   }
-  WEFT_ASSIGN_OR_RETURN(auto r, t.view->Resolve(t.segments, t.display));
+  WEFT_ASSIGN_OR_RETURN(auto r, Resolve(t));
   if (r.inode.type != FileType::kDirectory) {
     return NotADirectory(t.display + ": not a directory");
   }
@@ -808,7 +829,7 @@ Result<std::unique_ptr<FileReader>> LocalVolume::OpenReader(const RequestContext
                                                             const ReadOptions& opts) {
   WEFT_ASSIGN_OR_RETURN(ReadTarget t, ParseReadTarget(path, opts.snapshot));
   if (t.virtual_dir != VirtualDir::kNone) return IsADirectory(t.display + ": is a directory");
-  WEFT_ASSIGN_OR_RETURN(auto r, t.view->Resolve(t.segments, t.display));
+  WEFT_ASSIGN_OR_RETURN(auto r, Resolve(t));
   if (r.inode.type == FileType::kDirectory) return IsADirectory(t.display + ": is a directory");
   if (r.inode.type != FileType::kFile) {
     return InvalidArgument(t.display + ": is a symbolic link, not a file");
@@ -961,7 +982,10 @@ Status LocalVolume::Mutate(const RequestContext& ctx, std::string op, std::strin
   }
   txn.reader.Put(schema::SystemKey("seq"), schema::EncodeU64(txn.seq));
   txn.reader.Put(schema::SystemKey("next_ino"), schema::EncodeU64(txn.next_ino));
-  WEFT_RETURN_IF_ERROR(kv_->Write(txn.reader.batch()));
+  dir_cache_.StartWrite();
+  Status written = kv_->Write(txn.reader.batch());
+  dir_cache_.EndWrite();
+  WEFT_RETURN_IF_ERROR(written);
   seq_ = txn.seq;
   next_ino_ = txn.next_ino;
   return OkStatus();

@@ -240,6 +240,27 @@ TEST_F(LocalVolumeTest, WriteCreatesParentsOnlyWhenAsked) {
   EXPECT_EQ(WriteFile(vol_.get(), "/a/b", "x").status().code(), StatusCode::kIsADirectory);
 }
 
+// Lookups of deep paths take their directories from a cache (DirCache); every commit must
+// void it, or a path would still lead through a directory that was renamed or replaced.
+TEST_F(LocalVolumeTest, ResolvedDirectoriesFollowRenamesAndReplacements) {
+  ASSERT_TRUE(vol_->Mkdir(ctx_, "/x/y", 0755, /*parents=*/true).ok());
+  ASSERT_TRUE(WriteFile(vol_.get(), "/x/y/f", "old").ok());
+  ASSERT_EQ(*ReadFile(vol_.get(), "/x/y/f"), "old");  // /x/y is now cached
+  ASSERT_TRUE(vol_->Rename(ctx_, "/x", "/z").ok());
+  EXPECT_EQ(vol_->Stat(ctx_, "/x/y/f").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(*ReadFile(vol_.get(), "/z/y/f"), "old");
+
+  ASSERT_TRUE(vol_->Mkdir(ctx_, "/x/y", 0755, /*parents=*/true).ok());  // new directories
+  ASSERT_TRUE(WriteFile(vol_.get(), "/x/y/f", "new").ok());
+  EXPECT_EQ(*ReadFile(vol_.get(), "/x/y/f"), "new");
+  EXPECT_EQ(*ReadFile(vol_.get(), "/z/y/f"), "old");
+
+  ASSERT_TRUE(vol_->Unlink(ctx_, "/z/y/f").ok());
+  ASSERT_TRUE(vol_->Rmdir(ctx_, "/z/y").ok());
+  ASSERT_TRUE(WriteFile(vol_.get(), "/z/y", "a file now").ok());
+  EXPECT_EQ(vol_->Stat(ctx_, "/z/y/f").status().code(), StatusCode::kNotADirectory);
+}
+
 TEST_F(LocalVolumeTest, RenameUnlinkRmdir) {
   ASSERT_TRUE(WriteFile(vol_.get(), "/a", "A").ok());
   ASSERT_TRUE(WriteFile(vol_.get(), "/b", "B").ok());

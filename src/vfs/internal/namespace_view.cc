@@ -68,18 +68,22 @@ Result<NamespaceView::Resolved> NamespaceView::Resolve(const std::vector<std::st
   WEFT_ASSIGN_OR_RETURN(auto root, GetInode(r.ino));
   if (!root) return Corruption("the root directory inode is missing");
   r.inode = *root;
-  for (size_t i = 0; i < segments.size(); ++i) {
-    if (r.inode.type != FileType::kDirectory) {
-      return NotADirectory(display + ": a path component is not a directory");
-    }
-    WEFT_ASSIGN_OR_RETURN(auto d, GetDirent(r.ino, segments[i]));
-    if (!d) return NotFound(display + ": no such file or directory");
-    WEFT_ASSIGN_OR_RETURN(auto inode, GetInode(d->ino));
-    if (!inode) return Corruption(display + ": directory entry points to missing inode");
-    r.ino = d->ino;
-    r.inode = *inode;
+  for (const std::string& name : segments) {
+    WEFT_ASSIGN_OR_RETURN(r, Step(r, name, display));
   }
   return r;
+}
+
+Result<NamespaceView::Resolved> NamespaceView::Step(const Resolved& dir, const std::string& name,
+                                                    const std::string& display) {
+  if (dir.inode.type != FileType::kDirectory) {
+    return NotADirectory(display + ": a path component is not a directory");
+  }
+  WEFT_ASSIGN_OR_RETURN(auto d, GetDirent(dir.ino, name));
+  if (!d) return NotFound(display + ": no such file or directory");
+  WEFT_ASSIGN_OR_RETURN(auto inode, GetInode(d->ino));
+  if (!inode) return Corruption(display + ": directory entry points to missing inode");
+  return Resolved{d->ino, *inode};
 }
 
 Result<ReadDirPage> NamespaceView::List(uint64_t dir, const std::string& dir_path,

@@ -39,6 +39,8 @@ class NamespaceView {
   };
   // Walks `segments` from the root. Errors name `display`, the path as the caller wrote it.
   Result<Resolved> Resolve(const std::vector<std::string>& segments, const std::string& display);
+  // One component further: `name` inside the directory `dir`.
+  Result<Resolved> Step(const Resolved& dir, const std::string& name, const std::string& display);
 
   // One page of the directory `dir`, sorted by name.
   Result<ReadDirPage> List(uint64_t dir, const std::string& dir_path, const ReadDirOptions& opts);

@@ -554,8 +554,14 @@ class FuseMountImpl final : public FuseMount {
 
   // The node answered, or 0 when the reply failed.
   fuse_ino_t ReplyEntry(fuse_req_t req, const std::string& path, const FileInfo& info) {
+    return ReplyEntryOf(req, nodes_.Lookup(path), path, info);
+  }
+
+  // Replies with node ino, whose lookup count the caller has raised (nodes_.Lookup).
+  fuse_ino_t ReplyEntryOf(fuse_req_t req, fuse_ino_t ino, const std::string& path,
+                          const FileInfo& info) {
     struct fuse_entry_param e {};
-    e.ino = nodes_.Lookup(path);
+    e.ino = ino;
     e.attr = StatOf(info, e.ino);
     OverlayOpenWrites(e.ino, &e.attr);
     e.attr_timeout = e.entry_timeout = TimeoutFor(path);
@@ -817,43 +823,56 @@ class FuseMountImpl final : public FuseMount {
     FuseMountImpl* self = Self(req);
     std::optional<std::string> path = self->ChildOr(req, parent, name);
     if (!path) return;
-    const RequestContext ctx = self->ContextOf(req);  // req is gone once answered
+    const RequestContext ctx = self->ContextOf(req);
+    // (Files only: the control files under /.weft are the stat's to answer.)
+    const bool may_be_file = !UnderWeft(*path) || InSnapshot(*path);
+    if (self->zero_open_ && may_be_file && self->LookupStartingRead(req, ctx, *path)) return;
     Result<FileInfo> info = self->StatPath(ctx, *path);
     if (!info.ok()) return (void)fuse_reply_err(req, ErrnoOf(info.status()));
-    const fuse_ino_t ino = self->ReplyEntry(req, *path, *info);
-    if (self->zero_open_ && ino != 0 && info->type == FileType::kFile && info->size > 0) {
-      self->StartReading(ctx, ino, *path);
-    }
+    self->ReplyEntry(req, *path, *info);
   }
 
   // On a zero-message-open mount a LOOKUP is usually followed by a READ of the file's start
-  // (open, then read). Once the entry is answered, this thread opens the node's reader and
-  // starts reading its first chunks from disk, so the disk works while the kernel and the
-  // application turn the entry into a READ (cold ~115 KB files: 2,000 -> 2,300-2,600 files/s).
-  // Lookups that no READ follows (a scan that only stats) would read for nothing: when fewer
-  // than half of a window of such starts were read, they pause for kLookupReadPause lookups.
-  void StartReading(const RequestContext& ctx, fuse_ino_t ino, const std::string& path) {
+  // (open, then read). So the lookup opens the file's reader, whose FileInfo answers it,
+  // caches it as the node's reader and asks the disk for the first MiB before replying: the
+  // disk works while the kernel and the application turn the entry into a READ, which finds
+  // the reader and the bytes on their way. (Asking after the reply, or reading the bytes on
+  // this thread for the READ to take, measured slower: the READ then waited longer for the
+  // disk, or for a thread switch more.) Lookups that no READ follows (a scan that only
+  // stats) would read for nothing: when fewer than half of a window of such starts were
+  // read, lookups only stat for the next kLookupReadPause. Returns whether it answered req
+  // (false: not a file, or paused; the caller stats as usual).
+  bool LookupStartingRead(fuse_req_t req, const RequestContext& ctx, const std::string& path) {
     {
       std::lock_guard lock(versions_mu_);
       if (lookup_read_pause_ > 0) {
         --lookup_read_pause_;
-        return;
+        return false;
       }
-      if (node_reads_.contains(ino)) return;
     }
     Result<std::unique_ptr<FileReader>> reader = volume_->OpenReader(ctx, path);
-    if (!reader.ok()) return;
+    if (!reader.ok()) return false;  // a directory or a link; or an error the stat reports
+    const FileInfo info = (*reader)->info();
+    const fuse_ino_t ino = nodes_.Lookup(path);
     auto handle = std::make_shared<ReadHandle>();
     handle->reader = std::move(*reader);
-    const std::vector<uint64_t>& ends = handle->ChunkEnds();
-    const size_t last = std::lower_bound(ends.begin(), ends.end(), kIoBytes) - ends.begin();
-    handle->reader->WillNeed(0, std::min(last + 1, ends.size()));  // the first kIoBytes
     handle->started_at_lookup = true;
-    std::lock_guard lock(versions_mu_);
-    KeepNodeReaderLocked(ino, std::move(handle));
-    if (++lookup_reads_started_ < kLookupReadWindow) return;
-    if (lookup_reads_used_ < kLookupReadWindow / 2) lookup_read_pause_ = kLookupReadPause;
-    lookup_reads_started_ = lookup_reads_used_ = 0;
+    bool started = false;
+    if (info.size > 0) {
+      std::lock_guard lock(versions_mu_);
+      started = KeepNodeReaderLocked(ino, handle) == handle;  // else one was cached already
+      if (started && ++lookup_reads_started_ >= kLookupReadWindow) {
+        if (lookup_reads_used_ < kLookupReadWindow / 2) lookup_read_pause_ = kLookupReadPause;
+        lookup_reads_started_ = lookup_reads_used_ = 0;
+      }
+    }
+    if (started) {
+      const std::vector<uint64_t>& ends = handle->ChunkEnds();
+      const size_t last = std::lower_bound(ends.begin(), ends.end(), kIoBytes) - ends.begin();
+      handle->reader->WillNeed(0, std::min(last + 1, ends.size()));  // the first kIoBytes
+    }
+    ReplyEntryOf(req, ino, path, info);
+    return true;
   }
 
   void NoteReadOf(ReadHandle& h) {
@@ -1575,7 +1594,7 @@ class FuseMountImpl final : public FuseMount {
   std::unordered_map<uint64_t, std::string> cached_versions_;
   std::unordered_map<uint64_t, std::shared_ptr<FileReader>> readers_;
   std::unordered_map<uint64_t, std::shared_ptr<ReadHandle>> node_reads_;  // zero_open_ only
-  // StartReading's account (versions_mu_): started and used in this window, lookups to skip.
+  // LookupStartingRead's account (versions_mu_): started and used in this window, lookups to skip.
   uint32_t lookup_reads_started_ = 0, lookup_reads_used_ = 0, lookup_read_pause_ = 0;
   bool zero_open_ = false;  // set once at INIT
 };

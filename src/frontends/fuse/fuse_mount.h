@@ -54,9 +54,8 @@ struct MountOptions {
   // Nothing but this mount changes the volume (a local data directory, which one process
   // holds): the next open of an unchanged file may reuse the last one's reader.
   bool exclusive = false;
-  // A sequential reader gets the chunks this far past its last read loaded and verified in
-  // the background, so that its next reads find them cached (0: off). For volumes whose
-  // readers do not fetch ahead themselves (a spoke's do).
+  // A sequential reader gets the disk asked for the chunks this far past its last read
+  // (0: off). For volumes on a local disk (a spoke's readers fetch ahead themselves).
   uint64_t read_ahead_bytes = 0;
   // Who the volume sees: protocol and site; uid and gid come from each request.
   RequestContext context{.principal = "root", .protocol = "fuse"};

@@ -54,6 +54,17 @@ Result<std::string> CachingChunkStore::Get(const ChunkId& id) {
   return *data;
 }
 
+Status CachingChunkStore::LendMany(std::span<const ChunkId> ids, const ChunkUser& use) {
+  bool any_held = false;
+  {
+    std::lock_guard lock(mu_);
+    for (const ChunkId& id : ids) any_held = any_held || map_.contains(id);
+    if (!any_held) misses_ += ids.size();
+  }
+  if (any_held) return ChunkStore::LendMany(ids, use);
+  return base_->LendMany(ids, use);
+}
+
 void CachingChunkStore::WillNeed(std::span<const ChunkId> ids) {
   std::vector<ChunkId> missing;
   {

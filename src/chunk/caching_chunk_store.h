@@ -30,6 +30,9 @@ class CachingChunkStore final : public ChunkStore {
   // Hits from the cache, the rest from the store below together; misses are not kept.
   Result<std::vector<std::shared_ptr<const std::string>>> GetManyOnce(
       std::span<const ChunkId> ids) override;
+  // Lent by the store below when this cache holds none of them (counted as misses), so a
+  // cold read is not copied; else as GetManyOnce serves them.
+  Status LendMany(std::span<const ChunkId> ids, const ChunkUser& use) override;
   // Forwards the ids this cache does not hold.
   void WillNeed(std::span<const ChunkId> ids) override;
   Result<SweepStats> Sweep(const std::function<bool(const ChunkId&)>& is_live) override;

@@ -8,6 +8,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/bytes.h"
@@ -36,6 +37,18 @@ struct ChunkProblem {
   std::string where;
   Status status;
 };
+
+// What LendMany hands over: views of chunks' plaintexts, valid during the call only.
+using ChunkUser = std::function<Status(std::span<const std::string_view> chunks)>;
+
+// Views of chunks held as shared strings, to lend them.
+inline std::vector<std::string_view> ViewsOf(
+    const std::vector<std::shared_ptr<const std::string>>& chunks) {
+  std::vector<std::string_view> views;
+  views.reserve(chunks.size());
+  for (const auto& c : chunks) views.emplace_back(*c);
+  return views;
+}
 
 class ChunkStore {
  public:
@@ -81,6 +94,16 @@ class ChunkStore {
       out.push_back(std::move(data));
     }
     return out;
+  }
+
+  // Lends `use` the plaintexts of `ids`, in order, checked as Get checks them, without
+  // keeping or copying them where the store can: a store on disk lends its read buffer. The
+  // views are valid only during the call, and `use` must not call into this store on the
+  // same thread. For bytes written out at once (a FUSE reply). The default lends
+  // GetManyOnce's chunks.
+  virtual Status LendMany(std::span<const ChunkId> ids, const ChunkUser& use) {
+    WEFT_ASSIGN_OR_RETURN(std::vector<std::shared_ptr<const std::string>> chunks, GetManyOnce(ids));
+    return use(ViewsOf(chunks));
   }
 
   // A hint that these chunks will be read soon: a store on disk starts reading them in the

@@ -72,6 +72,45 @@ TEST_P(ChunkStoreContractTest, DuplicatePutStoresOnce) {
   EXPECT_EQ(stats.raw_bytes, data.size());
 }
 
+// LendMany lends Get's bytes in the asked order, however they lie (flushed or not, cached or
+// not, asked twice); an unknown id is NotFound and nothing is lent.
+TEST_P(ChunkStoreContractTest, LendManyLendsWhatGetReads) {
+  std::vector<std::string> data;
+  std::vector<ChunkId> ids;
+  for (int i = 0; i < 8; ++i) {
+    data.push_back(i == 5 ? std::string(20000, 'z') : RandomBytes(9000 + 1000 * i, 30 + i));
+    ids.push_back(PutOrDie(data.back()));
+    if (i == 3) {
+      ASSERT_TRUE(store_->Flush().ok());
+    }
+  }
+  ASSERT_TRUE(store_->Get(ids[2]).ok());  // a caching store now holds it
+  std::vector<ChunkId> asked = ids;
+  asked.push_back(ids[1]);
+  for (int round = 0; round < 2; ++round) {
+    Status lent = store_->LendMany(asked, [&](std::span<const std::string_view> views) {
+      EXPECT_EQ(views.size(), asked.size());
+      for (size_t i = 0; i < views.size(); ++i) {
+        EXPECT_EQ(views[i], data[i < ids.size() ? i : 1]) << i;
+      }
+      return OkStatus();
+    });
+    ASSERT_TRUE(lent.ok()) << lent.ToString();
+    ASSERT_TRUE(store_->Flush().ok());
+  }
+  bool used = false;
+  const std::vector<ChunkId> unknown = {ids[0], ChunkId::Of(AsBytes("never stored"))};
+  EXPECT_EQ(store_
+                ->LendMany(unknown,
+                           [&](auto) {
+                             used = true;
+                             return OkStatus();
+                           })
+                .code(),
+            StatusCode::kNotFound);
+  EXPECT_FALSE(used);
+}
+
 TEST_P(ChunkStoreContractTest, SweepRemovesOnlyDeadChunks) {
   std::vector<ChunkId> ids;
   for (int i = 0; i < 20; ++i) ids.push_back(PutOrDie(RandomBytes(3000, 100 + i)));

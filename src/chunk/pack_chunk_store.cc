@@ -123,9 +123,10 @@ std::string Where(uint64_t pack_id, uint64_t offset) {
 // the SHA-256 of the plaintext against the chunk id: for scans after a crash and for Verify.
 enum class Check { kChecksum, kFull };
 
-// Checks a record (header + stored bytes) against what the map says and returns the plaintext.
-Result<std::string> DecodeRecord(std::string_view record, const ChunkId& id, const Location& loc,
-                                 Check check) {
+// Checks a record (header + stored bytes) against what the map says and returns its
+// plaintext: a view of the record itself when stored raw, else decoded into *decoded.
+Result<std::string_view> PlainOf(std::string_view record, const ChunkId& id, const Location& loc,
+                                 Check check, std::string* decoded) {
   WEFT_ASSIGN_OR_RETURN(RecordHeader header, DecodeRecordHeader(record, loc.pack_version));
   if (header.id != id) {
     return Corruption("record holds chunk " + header.id.ShortHex() + ", expected " + id.ShortHex());
@@ -141,15 +142,25 @@ Result<std::string> DecodeRecord(std::string_view record, const ChunkId& id, con
     return Corruption("checksum mismatch: the stored bytes of chunk " + id.ShortHex() +
                       " changed on disk");
   }
-  const bool hash = check == Check::kFull || !has_checksum;
-  if (header.codec == Codec::kRaw && stored.size() == header.raw_size) {
-    if (!hash || ChunkId::Of(AsBytes(stored)) == id) return std::string(stored);
-  } else {
-    WEFT_ASSIGN_OR_RETURN(std::string plain,
-                          DecodeChunk(header.codec, AsBytes(stored), header.raw_size));
-    if (!hash || ChunkId::Of(AsBytes(plain)) == id) return plain;
+  std::string_view plain = stored;
+  if (header.codec != Codec::kRaw || stored.size() != header.raw_size) {
+    WEFT_ASSIGN_OR_RETURN(*decoded, DecodeChunk(header.codec, AsBytes(stored), header.raw_size));
+    plain = *decoded;
   }
-  return Corruption("hash mismatch: stored bytes are not chunk " + id.ShortHex());
+  const bool hash = check == Check::kFull || !has_checksum;
+  if (hash && ChunkId::Of(AsBytes(plain)) != id) {
+    return Corruption("hash mismatch: stored bytes are not chunk " + id.ShortHex());
+  }
+  return plain;
+}
+
+// PlainOf, as a string of its own.
+Result<std::string> DecodeRecord(std::string_view record, const ChunkId& id, const Location& loc,
+                                 Check check) {
+  std::string decoded;
+  WEFT_ASSIGN_OR_RETURN(std::string_view plain, PlainOf(record, id, loc, check, &decoded));
+  if (plain.data() == decoded.data()) return decoded;
+  return std::string(plain);
 }
 
 class PackChunkStore final : public ChunkStore {
@@ -166,6 +177,7 @@ class PackChunkStore final : public ChunkStore {
   Result<std::string> Get(const ChunkId& id) override;
   Result<std::vector<std::shared_ptr<const std::string>>> GetManyOnce(
       std::span<const ChunkId> ids) override;
+  Status LendMany(std::span<const ChunkId> ids, const ChunkUser& use) override;
   void WillNeed(std::span<const ChunkId> ids) override;
   Result<SweepStats> Sweep(const std::function<bool(const ChunkId&)>& is_live) override;
   Status Verify(std::vector<ChunkProblem>* problems) override;
@@ -181,6 +193,18 @@ class PackChunkStore final : public ChunkStore {
   // it receives the record bytes (header + stored form), which are position-independent.
   Result<std::string> ReadChunkAt(const ChunkId& id, const Location& loc, Check check,
                                   std::string* record);
+
+  // Where ids lie: runs of records that follow each other in one pack's durable part (at
+  // most kKeptReadBytes each, unless one record is larger), each read with one pread. Ids in
+  // no run (unknown, or in the unsynced tail) are left to Get.
+  struct ReadPlan {
+    std::vector<Location> locs;                            // per id
+    std::vector<std::pair<size_t, size_t>> runs;           // [first, last) into ids
+    std::vector<std::shared_ptr<RandomAccessFile>> files;  // per run
+  };
+  ReadPlan PlanReads(std::span<const ChunkId> ids);
+  // The records of one run, in this thread's read buffer (or *once, for a larger one).
+  Result<std::string_view> ReadRun(const ReadPlan& plan, size_t run, std::string* once);
 
   // Load helpers.
   Status LoadPackLocked(uint64_t id, bool has_index);
@@ -771,54 +795,67 @@ void PackChunkStore::WillNeed(std::span<const ChunkId> ids) {
   for (const Range& r : ranges) r.file->WillNeed(r.begin, r.end - r.begin);
 }
 
+PackChunkStore::ReadPlan PackChunkStore::PlanReads(std::span<const ChunkId> ids) {
+  ReadPlan plan;
+  plan.locs.resize(ids.size());
+  std::lock_guard lock(mu_);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    auto it = index_.find(ids[i]);
+    if (it == index_.end()) continue;
+    const Location& loc = it->second;
+    auto pack = packs_.find(loc.pack_id);
+    if (pack == packs_.end() ||
+        (!pack->second->sealed && loc.offset + loc.record_size() > pack->second->synced_size)) {
+      continue;
+    }
+    plan.locs[i] = loc;
+    // Record i-1 ends a run (it was read ahead of this one) where this one starts.
+    const bool extends =
+        !plan.runs.empty() && plan.runs.back().second == i &&
+        plan.locs[i - 1].pack_id == loc.pack_id &&
+        plan.locs[i - 1].offset + plan.locs[i - 1].record_size() == loc.offset &&
+        loc.offset + loc.record_size() - plan.locs[plan.runs.back().first].offset <= kKeptReadBytes;
+    if (extends) {
+      plan.runs.back().second = i + 1;
+      continue;
+    }
+    Result<std::shared_ptr<RandomAccessFile>> file = ReaderLocked(pack->second.get());
+    if (!file.ok()) continue;  // Get reports it
+    plan.runs.emplace_back(i, i + 1);
+    plan.files.push_back(std::move(file).value());
+  }
+  return plan;
+}
+
+Result<std::string_view> PackChunkStore::ReadRun(const ReadPlan& plan, size_t run,
+                                                 std::string* once) {
+  const auto [first, last] = plan.runs[run];
+  const uint64_t begin = plan.locs[first].offset;
+  const uint64_t size = plan.locs[last - 1].offset + plan.locs[last - 1].record_size() - begin;
+  WEFT_ASSIGN_OR_RETURN(std::string_view got,
+                        plan.files[run]->ReadAt(begin, size, ReadBuffer(size, once)));
+  if (got.size() < size) return Corruption("truncated pack");
+  return got;
+}
+
 Result<std::vector<std::shared_ptr<const std::string>>> PackChunkStore::GetManyOnce(
     std::span<const ChunkId> ids) {
   // Runs of records that follow each other in one pack's durable part, read with one pread
   // each into the per-thread read buffer; whatever is not in such a run, or does not decode
   // (a Sweep moved it meanwhile), goes through Get, which knows how to retry and what to say.
-  std::vector<Location> locs(ids.size());
-  std::vector<std::pair<size_t, size_t>> runs;  // [first, last) into ids
-  std::vector<std::shared_ptr<RandomAccessFile>> files;
-  {
-    std::lock_guard lock(mu_);
-    for (size_t i = 0; i < ids.size(); ++i) {
-      auto it = index_.find(ids[i]);
-      if (it == index_.end()) continue;
-      const Location& loc = it->second;
-      auto pack = packs_.find(loc.pack_id);
-      if (pack == packs_.end() ||
-          (!pack->second->sealed && loc.offset + loc.record_size() > pack->second->synced_size)) {
-        continue;
-      }
-      locs[i] = loc;
-      // Record i-1 ends a run (it was read ahead of this one) where this one starts.
-      const bool extends =
-          !runs.empty() && runs.back().second == i && locs[i - 1].pack_id == loc.pack_id &&
-          locs[i - 1].offset + locs[i - 1].record_size() == loc.offset &&
-          loc.offset + loc.record_size() - locs[runs.back().first].offset <= kKeptReadBytes;
-      if (extends) {
-        runs.back().second = i + 1;
-        continue;
-      }
-      Result<std::shared_ptr<RandomAccessFile>> file = ReaderLocked(pack->second.get());
-      if (!file.ok()) continue;  // Get reports it
-      runs.emplace_back(i, i + 1);
-      files.push_back(std::move(file).value());
-    }
-  }
+  const ReadPlan plan = PlanReads(ids);
   std::vector<std::shared_ptr<const std::string>> out(ids.size());
-  for (size_t r = 0; r < runs.size(); ++r) {
-    const auto [first, last] = runs[r];
+  for (size_t r = 0; r < plan.runs.size(); ++r) {
+    const auto [first, last] = plan.runs[r];
     if (last - first < 2) continue;  // one record: Get reads it as well
-    const uint64_t begin = locs[first].offset;
-    const uint64_t size = locs[last - 1].offset + locs[last - 1].record_size() - begin;
-    std::string unused;  // a run fits the kept buffer
-    Result<std::string_view> got = files[r]->ReadAt(begin, size, ReadBuffer(size, &unused));
-    if (!got.ok() || got->size() < size) continue;
+    std::string unused;              // a run fits the kept buffer
+    Result<std::string_view> got = ReadRun(plan, r, &unused);
+    if (!got.ok()) continue;
+    const uint64_t begin = plan.locs[first].offset;
     for (size_t i = first; i < last; ++i) {
-      Result<std::string> plain =
-          DecodeRecord(got->substr(locs[i].offset - begin, locs[i].record_size()), ids[i], locs[i],
-                       Check::kChecksum);
+      const Location& loc = plan.locs[i];
+      Result<std::string> plain = DecodeRecord(got->substr(loc.offset - begin, loc.record_size()),
+                                               ids[i], loc, Check::kChecksum);
       if (plain.ok()) out[i] = std::make_shared<const std::string>(std::move(plain).value());
     }
   }
@@ -828,6 +865,30 @@ Result<std::vector<std::shared_ptr<const std::string>>> PackChunkStore::GetManyO
     out[i] = std::make_shared<const std::string>(std::move(plain));
   }
   return out;
+}
+
+Status PackChunkStore::LendMany(std::span<const ChunkId> ids, const ChunkUser& use) {
+  // The common case of a file's read, all its records in one run: one pread into this
+  // thread's buffer, and raw records lent from there. Anything else goes the copying way.
+  const ReadPlan plan = PlanReads(ids);
+  if (ids.empty() || plan.runs.size() != 1 ||
+      plan.runs[0] != std::pair<size_t, size_t>(0, ids.size())) {
+    return ChunkStore::LendMany(ids, use);
+  }
+  std::string once;
+  Result<std::string_view> got = ReadRun(plan, 0, &once);
+  if (!got.ok()) return ChunkStore::LendMany(ids, use);
+  std::vector<std::string_view> views(ids.size());
+  std::vector<std::string> decoded(ids.size());  // compressed records' plaintexts
+  const uint64_t begin = plan.locs[0].offset;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const Location& loc = plan.locs[i];
+    Result<std::string_view> plain = PlainOf(got->substr(loc.offset - begin, loc.record_size()),
+                                             ids[i], loc, Check::kChecksum, &decoded[i]);
+    if (!plain.ok()) return ChunkStore::LendMany(ids, use);  // Get says what is wrong
+    views[i] = *plain;
+  }
+  return use(views);
 }
 
 Result<SweepStats> PackChunkStore::Sweep(const std::function<bool(const ChunkId&)>& is_live) {

@@ -308,6 +308,54 @@ TEST_F(PackChunkStoreTest, GetManyOnceReadsWhatGetReads) {
       << damaged.status().message();
 }
 
+// LendMany lends what Get reads. A file's records in one run are lent from the read buffer
+// itself (raw records side by side, a record header apart: no copy); anything else (several
+// packs, the unsynced tail, compressed records) still lends the right bytes. A damaged record
+// is an error naming the pack, and nothing is lent.
+TEST_F(PackChunkStoreTest, LendManyLendsWhatGetReads) {
+  Open();
+  std::vector<ChunkId> ids;
+  for (int i = 0; i < 14; ++i) {
+    ids.push_back(Put(i % 7 == 6 ? Compressible(9000, i) : RandomBytes(7000 + 300 * i, 70 + i)));
+  }
+  ASSERT_TRUE(store_->Flush().ok());
+  ASSERT_GT(Files(".dat").size(), 1u);  // pack 1 is sealed: a damaged record stays listed
+  auto lend = [&](std::span<const ChunkId> asked, std::vector<std::string_view>* seen) {
+    return store_->LendMany(asked, [&](std::span<const std::string_view> views) {
+      EXPECT_EQ(views.size(), asked.size());
+      for (size_t i = 0; i < views.size() && i < asked.size(); ++i) {
+        EXPECT_EQ(views[i], chunks_[asked[i]]) << i;
+      }
+      if (seen != nullptr) seen->assign(views.begin(), views.end());
+      return OkStatus();
+    });
+  };
+  std::vector<std::string_view> seen;
+  ASSERT_TRUE(lend(std::span(ids).first(6), &seen).ok());
+  for (size_t i = 0; i + 1 < seen.size(); ++i) {
+    EXPECT_EQ(seen[i].data() + seen[i].size() + kRecordHeaderSize, seen[i + 1].data()) << i;
+  }
+  ASSERT_TRUE(lend(ids, nullptr).ok());  // the compressed one decoded
+  std::vector<ChunkId> scattered = {ids[4], ids[0], ids[13], ids[6]};
+  ASSERT_TRUE(lend(scattered, nullptr).ok());
+  ids.push_back(Put(RandomBytes(3000, 99)));  // in the unsynced tail
+  ASSERT_TRUE(lend(ids, nullptr).ok());
+  ASSERT_TRUE(lend({}, nullptr).ok());
+
+  const size_t second_record = kPackHeaderSize + kRecordHeaderSize + chunks_[ids[0]].size();
+  EditPack([&](std::string& pack) { pack[second_record + kRecordHeaderSize + 77] ^= 0x20; });
+  bool used = false;
+  Status damaged = store_->LendMany(std::span(ids).first(3), [&](auto) {
+    used = true;
+    return OkStatus();
+  });
+  EXPECT_FALSE(used);
+  ASSERT_EQ(damaged.code(), StatusCode::kCorruption) << damaged.ToString();
+  EXPECT_NE(damaged.message().find("pack 0000000000000001 offset " + std::to_string(second_record)),
+            std::string::npos)
+      << damaged.message();
+}
+
 // Reads trust a record's XXH3-64; Verify also hashes. Here the stored bytes are swapped for
 // others with a matching checksum (what no disk fault does): only the SHA-256 can tell.
 TEST_F(PackChunkStoreTest, VerifyChecksTheChunkIdNotOnlyTheChecksum) {

@@ -420,6 +420,25 @@ class LocalFileReader final : public FileReader {
     return data;
   }
 
+  Status LendChunks(size_t first, size_t last, const ChunkUser& use) override {
+    if (first >= last) return use({});
+    if (last > manifest_.chunks.size()) return ReadChunk(last - 1).status();  // its OutOfRange
+    std::vector<ChunkId> ids;
+    ids.reserve(last - first);
+    for (size_t i = first; i < last; ++i) ids.push_back(manifest_.chunks[i].id);
+    bool used = false;
+    Status s = chunks_->LendMany(ids, [&](std::span<const std::string_view> views) -> Status {
+      for (size_t i = 0; i < views.size(); ++i) {
+        if (views[i].size() != manifest_.chunks[first + i].length) {
+          return Corruption("chunk " + ids[i].ShortHex() + " has the wrong length");
+        }
+      }
+      used = true;
+      return use(views);
+    });
+    return used ? s : s.WithContext(info_.path);
+  }
+
   void WillNeed(size_t first, size_t last) override {
     last = std::min(last, manifest_.chunks.size());
     if (first >= last) return;

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -17,6 +18,7 @@
 #include "base/bytes.h"
 #include "base/status.h"
 #include "chunk/chunk_id.h"
+#include "chunk/chunk_store.h"
 
 namespace weft {
 
@@ -177,6 +179,15 @@ class FileReader {
                                                                              Reuse /*reuse*/) {
     if (last > first + 1) WillNeed(first, last);
     return Collect(first, last, [this](size_t i) { return ReadChunk(i); });
+  }
+  // Lends `use` the plaintexts of chunks [first, last), verified, for bytes written out at
+  // once: a reader over local packs lends them from its read buffer without copying or
+  // keeping them (ChunkStore::LendMany). The views live only during the call. The default
+  // lends ReadChunks' chunks (Reuse::kUnlikely).
+  virtual Status LendChunks(size_t first, size_t last, const ChunkUser& use) {
+    WEFT_ASSIGN_OR_RETURN(std::vector<std::shared_ptr<const std::string>> chunks,
+                          ReadChunks(first, last, Reuse::kUnlikely));
+    return use(ViewsOf(chunks));
   }
   // A hint that chunks [first, last) will be read soon: a reader over local packs starts
   // reading them from disk in the background. The default does nothing.

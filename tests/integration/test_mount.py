@@ -380,6 +380,28 @@ class ReadOnlyMountTest(WeftTestCase):
             os.mkdir(os.path.join(mp, ".weft", "snapshots", "s"))
         self.assertEqual(caught.exception.errno, errno.EROFS)
 
+    def test_a_damaged_pack_is_an_error_never_wrong_bytes(self):
+        # Replies lend the pack read buffer itself (no copy): a record whose bytes changed on
+        # disk must still fail its checksum and reach the reader as EIO.
+        files = {"good": incompressible("good", 300_000), "bad": incompressible("bad", 300_000)}
+        mp = self.put_and_mount(files, "/d").mountpoint
+        needle = files["bad"][150_000:150_064]
+        damaged = 0
+        for root, _, names in os.walk(os.path.join(self.data, "packs")):
+            for name in names:
+                path = os.path.join(root, name)
+                at = read(path).find(needle)
+                if at >= 0:
+                    fd = os.open(path, os.O_WRONLY)
+                    os.pwrite(fd, bytes([needle[10] ^ 0x40]), at + 10)
+                    os.close(fd)
+                    damaged += 1
+        self.assertEqual(damaged, 1)
+        with self.assertRaises(OSError) as caught:
+            read(os.path.join(mp, "d", "bad"))
+        self.assertEqual(caught.exception.errno, errno.EIO)
+        self.assertEqual(read(os.path.join(mp, "d", "good")), files["good"])
+
     def test_lookups_that_no_read_follows_stop_reading_ahead(self):
         # A read-only mount starts reading a file's first chunks when it is looked up (an open
         # and a read usually follow); a scan that only stats must not read the whole volume.

@@ -1104,7 +1104,9 @@ class FuseMountImpl final : public FuseMount {
   }
 
   // Replies with slices of the chunks themselves: copying them into one buffer first cost a
-  // copy and fresh pages per byte, a fifth of the daemon's CPU on sequential reads.
+  // copy and fresh pages per byte, a fifth of the daemon's CPU on sequential reads. Chunks
+  // not worth keeping are borrowed (LendChunks): a local volume's pack read buffer goes out
+  // as it is, with no copy into chunk strings and no memory of their own.
   static void ReplyFromChunks(fuse_req_t req, ReadHandle& r, uint64_t off, size_t size,
                               Reuse reuse) {
     const std::vector<uint64_t>& ends = r.ChunkEnds();
@@ -1112,19 +1114,31 @@ class FuseMountImpl final : public FuseMount {
     if (off >= end) return (void)fuse_reply_buf(req, nullptr, 0);
     const size_t first = std::upper_bound(ends.begin(), ends.end(), off) - ends.begin();
     const size_t last = std::lower_bound(ends.begin(), ends.end(), end) - ends.begin() + 1;
+    auto reply = [&](std::span<const std::string_view> chunks) {
+      std::vector<iovec> iov;
+      iov.reserve(chunks.size());
+      for (size_t i = first; i < last; ++i) {
+        const uint64_t start = i == 0 ? 0 : ends[i - 1];
+        const uint64_t from = std::max(off, start) - start;
+        const uint64_t to = std::min(end, ends[i]) - start;
+        iov.push_back({const_cast<char*>(chunks[i - first].data()) + from, to - from});
+      }
+      fuse_reply_iov(req, iov.data(), static_cast<int>(iov.size()));
+    };
+    if (reuse == Reuse::kUnlikely) {
+      bool replied = false;
+      Status lent = r.reader->LendChunks(first, last, [&](std::span<const std::string_view> c) {
+        reply(c);
+        replied = true;
+        return OkStatus();
+      });
+      if (!replied) fuse_reply_err(req, ErrnoOf(lent));
+      return;
+    }
     Result<std::vector<std::shared_ptr<const std::string>>> chunks =
         r.reader->ReadChunks(first, last, reuse);
     if (!chunks.ok()) return (void)fuse_reply_err(req, ErrnoOf(chunks.status()));
-    std::vector<iovec> iov;
-    iov.reserve(chunks->size());
-    for (size_t i = first; i < last; ++i) {
-      const uint64_t start = i == 0 ? 0 : ends[i - 1];
-      const uint64_t from = std::max(off, start) - start;
-      const uint64_t to = std::min(end, ends[i]) - start;
-      const std::string& bytes = *(*chunks)[i - first];
-      iov.push_back({const_cast<char*>(bytes.data()) + from, to - from});
-    }
-    fuse_reply_iov(req, iov.data(), static_cast<int>(iov.size()));
+    reply(ViewsOf(*chunks));
   }
 
   static void OpRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,

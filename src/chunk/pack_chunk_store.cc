@@ -203,8 +203,9 @@ class PackChunkStore final : public ChunkStore {
     std::vector<std::shared_ptr<RandomAccessFile>> files;  // per run
   };
   ReadPlan PlanReads(std::span<const ChunkId> ids);
-  // The records of one run, in this thread's read buffer (or *once, for a larger one).
-  Result<std::string_view> ReadRun(const ReadPlan& plan, size_t run, std::string* once);
+  // The records of one run, in this thread's read buffer if `kept` (unless larger than it),
+  // else in *own.
+  Result<std::string_view> ReadRun(const ReadPlan& plan, size_t run, std::string* own, bool kept);
 
   // Load helpers.
   Status LoadPackLocked(uint64_t id, bool has_index);
@@ -827,13 +828,13 @@ PackChunkStore::ReadPlan PackChunkStore::PlanReads(std::span<const ChunkId> ids)
   return plan;
 }
 
-Result<std::string_view> PackChunkStore::ReadRun(const ReadPlan& plan, size_t run,
-                                                 std::string* once) {
+Result<std::string_view> PackChunkStore::ReadRun(const ReadPlan& plan, size_t run, std::string* own,
+                                                 bool kept) {
   const auto [first, last] = plan.runs[run];
   const uint64_t begin = plan.locs[first].offset;
   const uint64_t size = plan.locs[last - 1].offset + plan.locs[last - 1].record_size() - begin;
-  WEFT_ASSIGN_OR_RETURN(std::string_view got,
-                        plan.files[run]->ReadAt(begin, size, ReadBuffer(size, once)));
+  char* buffer = kept ? ReadBuffer(size, own) : (own->resize(size), own->data());
+  WEFT_ASSIGN_OR_RETURN(std::string_view got, plan.files[run]->ReadAt(begin, size, buffer));
   if (got.size() < size) return Corruption("truncated pack");
   return got;
 }
@@ -849,7 +850,7 @@ Result<std::vector<std::shared_ptr<const std::string>>> PackChunkStore::GetManyO
     const auto [first, last] = plan.runs[r];
     if (last - first < 2) continue;  // one record: Get reads it as well
     std::string unused;              // a run fits the kept buffer
-    Result<std::string_view> got = ReadRun(plan, r, &unused);
+    Result<std::string_view> got = ReadRun(plan, r, &unused, /*kept=*/true);
     if (!got.ok()) continue;
     const uint64_t begin = plan.locs[first].offset;
     for (size_t i = first; i < last; ++i) {
@@ -868,25 +869,32 @@ Result<std::vector<std::shared_ptr<const std::string>>> PackChunkStore::GetManyO
 }
 
 Status PackChunkStore::LendMany(std::span<const ChunkId> ids, const ChunkUser& use) {
-  // The common case of a file's read, all its records in one run: one pread into this
-  // thread's buffer, and raw records lent from there. Anything else goes the copying way.
+  // Each run of neighbouring records comes off the disk with one pread (the first into this
+  // thread's buffer) and its raw records are lent from there; compressed ones are decoded,
+  // and whatever is in no run or does not check goes through Get, which says what is wrong.
   const ReadPlan plan = PlanReads(ids);
-  if (ids.empty() || plan.runs.size() != 1 ||
-      plan.runs[0] != std::pair<size_t, size_t>(0, ids.size())) {
-    return ChunkStore::LendMany(ids, use);
-  }
-  std::string once;
-  Result<std::string_view> got = ReadRun(plan, 0, &once);
-  if (!got.ok()) return ChunkStore::LendMany(ids, use);
   std::vector<std::string_view> views(ids.size());
-  std::vector<std::string> decoded(ids.size());  // compressed records' plaintexts
-  const uint64_t begin = plan.locs[0].offset;
+  std::vector<bool> lent(ids.size(), false);
+  std::vector<std::string> owned(ids.size());          // decoded plaintexts, Get's copies
+  std::vector<std::string> buffers(plan.runs.size());  // runs after the first, and large ones
+  for (size_t r = 0; r < plan.runs.size(); ++r) {
+    Result<std::string_view> got = ReadRun(plan, r, &buffers[r], /*kept=*/r == 0);
+    if (!got.ok()) continue;
+    const auto [first, last] = plan.runs[r];
+    const uint64_t begin = plan.locs[first].offset;
+    for (size_t i = first; i < last; ++i) {
+      const Location& loc = plan.locs[i];
+      Result<std::string_view> plain = PlainOf(got->substr(loc.offset - begin, loc.record_size()),
+                                               ids[i], loc, Check::kChecksum, &owned[i]);
+      if (!plain.ok()) continue;
+      views[i] = *plain;
+      lent[i] = true;
+    }
+  }
   for (size_t i = 0; i < ids.size(); ++i) {
-    const Location& loc = plan.locs[i];
-    Result<std::string_view> plain = PlainOf(got->substr(loc.offset - begin, loc.record_size()),
-                                             ids[i], loc, Check::kChecksum, &decoded[i]);
-    if (!plain.ok()) return ChunkStore::LendMany(ids, use);  // Get says what is wrong
-    views[i] = *plain;
+    if (lent[i]) continue;
+    WEFT_ASSIGN_OR_RETURN(owned[i], Get(ids[i]));
+    views[i] = owned[i];
   }
   return use(views);
 }

@@ -360,9 +360,14 @@ class ReadOnlyMountTest(WeftTestCase):
 
     def test_read_only_refuses_changes_and_reads_without_open_requests(self):
         self.weft("put", "-", "/f", input=b"bytes")
+        self.weft("snapshot", "create", "s1", "/")
+        self.weft("put", "-", "/f", input=b"newer bytes")
         files = {f"d/{i:03d}": incompressible(f"ro{i}", 1000 + 5000 * i) for i in range(30)}
         mp = self.put_and_mount(files, "/tree").mountpoint
-        self.assertEqual(read(os.path.join(mp, "f")), b"bytes")
+        self.assertEqual(read(os.path.join(mp, "f")), b"newer bytes")
+        # A lookup in a snapshot tree opens that version's reader, not the live one.
+        for _ in range(2):
+            self.assertEqual(read(os.path.join(mp, ".weft", "snapshots", "s1", "f")), b"bytes")
         # A read-only local volume opens without asking the daemon: reads, rereads, several
         # descriptors at once and reads from the middle all see the right bytes.
         for _ in range(2):

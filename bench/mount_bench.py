@@ -17,13 +17,19 @@ warm-up, reporting the median of per-pair ratios (BENCHMARKING.md):
   3. write-1g: writing the sequential-read file's bytes in 1 MiB pieces through
      `weft mount --data` and closing it (the close commits a new version, synced) vs the same
      writes to the local disk followed by fsync (no goal; recorded).
-  4. hub-random-files-cold / -warm: the same pattern over a hub (`weft serve`) from a caching
+  4. floor-seq-read-cold / floor-random-files-cold: the same cold reads through Weft and
+     through libfuse's own example file system, passthrough_ll (built from the Debian
+     libfuse3-dev examples, mounted over the source tree with its kernel caching on): how
+     close Weft comes to the least a FUSE file system costs on this machine. Skipped when the
+     example or a C compiler is missing.
+  5. hub-random-files-cold / -warm: the same pattern over a hub (`weft serve`) from a caching
      network mount: `weft mount --hub` (an embedded spoke) vs `rclone mount
      --vfs-cache-mode full` over the hub's S3 endpoint (goal: faster than rclone). Each pair
      mounts both afresh with empty caches: the first pass is cold, the second warm.
 Client, servers and the FUSE daemons share this machine's cores.
 
   /usr/bin/python3 bench/mount_bench.py [--big 1G] [--images 200M] [--reads 400] [--pairs 5]
+      [--only seq random floor write hub]
 """
 
 import argparse
@@ -79,6 +85,13 @@ def cat_rate(path):
     return size / (time.perf_counter() - t0) / 1e6
 
 
+def cold_cat(path, *behind):
+    """cat_rate of path with none of its pages cached, nor those of the files behind it."""
+    for p in (path, *behind):
+        drop_pages(p)
+    return cat_rate(path)
+
+
 def files_rate(paths):
     """Files/s reading each path whole, in order."""
     t0 = time.perf_counter()
@@ -114,6 +127,51 @@ class Remountable:
     def restart(self):
         self.mount.stop()
         self.mount = Mount(*self.args, data=self.data)
+
+
+PASSTHROUGH_SOURCE = "/usr/share/doc/libfuse3-dev/examples/passthrough_ll.c"
+
+
+class PassthroughMount:
+    """libfuse's example passthrough_ll over a directory: the plainest FUSE file system."""
+
+    def __init__(self, binary, source, mountpoint):
+        self.mountpoint = mountpoint
+        os.makedirs(mountpoint, exist_ok=True)
+        self.proc = subprocess.Popen([binary, "-f", "-o", "source=" + source, "-o",
+                                      "cache=always", "-o", "timeout=86400", mountpoint],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.time() + 10
+        while not is_mounted(mountpoint):
+            if self.proc.poll() is not None or time.time() > deadline:
+                raise RuntimeError("passthrough_ll did not mount")
+            time.sleep(0.02)
+        # The same readahead `weft mount` sets for itself (as root).
+        st = os.stat(mountpoint)
+        try:
+            with open(f"/sys/class/bdi/{os.major(st.st_dev)}:{os.minor(st.st_dev)}/"
+                      "read_ahead_kb", "w") as f:
+                f.write("1024")
+        except OSError:
+            pass
+
+    def stop(self):
+        subprocess.run(["fusermount3", "-u", self.mountpoint], stderr=subprocess.DEVNULL)
+        self.proc.wait(timeout=30)
+
+
+def build_passthrough(out_dir):
+    """Builds passthrough_ll from the Debian example source, or None when that cannot be."""
+    if not os.path.exists(PASSTHROUGH_SOURCE) or shutil.which("gcc") is None:
+        return None
+    binary = os.path.join(out_dir, "passthrough_ll")
+    flags = subprocess.run(["pkg-config", "--cflags", "--libs", "fuse3"], capture_output=True,
+                           text=True)
+    if flags.returncode != 0:
+        return None
+    built = subprocess.run(["gcc", "-O2", PASSTHROUGH_SOURCE, *flags.stdout.split(), "-o",
+                            binary], capture_output=True)
+    return binary if built.returncode == 0 else None
 
 
 class RcloneMount:
@@ -157,7 +215,7 @@ def main():
     ap.add_argument("--images", default="200M", help="bytes of image-like files")
     ap.add_argument("--reads", type=int, default=400, help="files read per random pass")
     ap.add_argument("--pairs", type=int, default=5)
-    ap.add_argument("--only", nargs="*", default=["seq", "random", "write", "hub"])
+    ap.add_argument("--only", nargs="*", default=["seq", "random", "floor", "write", "hub"])
     args = ap.parse_args()
 
     shutil.rmtree(args.dir, ignore_errors=True)
@@ -191,6 +249,14 @@ def main():
     local = [os.path.join(src, p) for p in picks]
     mean_kb = round(sum(os.path.getsize(p) for p in local) / len(local) / 1e3, 1)
 
+    def fresh_cold_files(mounted):
+        """files_rate of the picks through a fresh daemon (nothing in its chunk cache, no
+        names or pages in the kernel), with no pack pages cached."""
+        mounted.restart()
+        for p in packs:
+            drop_pages(p)
+        return files_rate([os.path.join(mounted.mount.mountpoint, "bench", p) for p in picks])
+
     def random_rows(mounted, suffix):
         mp = mounted.mount.mountpoint
         on_mount = [os.path.join(mp, "bench", p) for p in picks]
@@ -200,11 +266,7 @@ def main():
                                goal=">= 0.5", mean_kb=mean_kb))
 
         def weft_cold_files():
-            # A fresh daemon: nothing in its chunk cache; no pages of the files or packs.
-            mounted.restart()
-            for p in packs:
-                drop_pages(p)
-            return files_rate(on_mount)
+            return fresh_cold_files(mounted)
 
         def local_cold_files():
             for p in set(local):
@@ -227,22 +289,46 @@ def main():
                 report(benchlib.result("seq-read-warm", "MB/s", "cat local", a, b, r,
                                        goal=">= 0.8"))
 
-                def weft_cold():
-                    drop_pages(mounted_big)
-                    for p in packs:
-                        drop_pages(p)
-                    return cat_rate(mounted_big)
-
-                def local_cold():
-                    drop_pages(big)
-                    return cat_rate(big)
-
-                a, b, r = benchlib.run_pairs(weft_cold, local_cold, args.pairs)
+                a, b, r = benchlib.run_pairs(lambda: cold_cat(mounted_big, *packs),
+                                             lambda: cold_cat(big), args.pairs)
                 report(benchlib.result("seq-read-cold", "MB/s", "cat local", a, b, r,
                                        goal=">= 0.8"))
             if "random" in args.only:
                 random_rows(mounted, "")
         finally:
+            mounted.mount.stop()
+
+    # The same cold reads through libfuse's passthrough_ll, the floor for a FUSE file system.
+    passthrough = build_passthrough(args.dir) if "floor" in args.only else None
+    if passthrough is not None:
+        mounted = Remountable(args.weft, os.path.join(args.dir, "mnt-ro"), ["--read-only"], data)
+        floor = PassthroughMount(passthrough, src, os.path.join(args.dir, "mnt-floor"))
+        try:
+            weft_big = os.path.join(mounted.mount.mountpoint, "bench", "big.bin")
+            floor_big = os.path.join(floor.mountpoint, "big.bin")
+
+            a, b, r = benchlib.run_pairs(lambda: cold_cat(weft_big, *packs),
+                                         lambda: cold_cat(floor_big, big), args.pairs)
+            report(benchlib.result("floor-seq-read-cold", "MB/s", "passthrough_ll", a, b, r,
+                                   goal="-"))
+
+            def weft_cold_files():
+                return fresh_cold_files(mounted)
+
+            def floor_cold_files():
+                # A fresh mount as well: no names or pages in the kernel, none on the disk.
+                nonlocal floor
+                floor.stop()
+                for p in set(local):
+                    drop_pages(p)
+                floor = PassthroughMount(passthrough, src, floor.mountpoint)
+                return files_rate([os.path.join(floor.mountpoint, p) for p in picks])
+
+            a, b, r = benchlib.run_pairs(weft_cold_files, floor_cold_files, args.pairs)
+            report(benchlib.result("floor-random-files-cold", "files/s", "passthrough_ll", a, b,
+                                   r, goal="-"))
+        finally:
+            floor.stop()
             mounted.mount.stop()
 
     # The same reads through a read-write mount (an OPEN and a RELEASE per file), and writes.

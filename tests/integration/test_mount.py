@@ -368,6 +368,11 @@ class ReadOnlyMountTest(WeftTestCase):
         # A lookup in a snapshot tree opens that version's reader, not the live one.
         for _ in range(2):
             self.assertEqual(read(os.path.join(mp, ".weft", "snapshots", "s1", "f")), b"bytes")
+        for missing, code in (("nothing", errno.ENOENT), ("tree/d/nothing", errno.ENOENT),
+                              ("f/below", errno.ENOTDIR)):
+            with self.assertRaises(OSError) as caught:
+                os.stat(os.path.join(mp, missing))
+            self.assertEqual(caught.exception.errno, code, missing)
         # A read-only local volume opens without asking the daemon: reads, rereads, several
         # descriptors at once and reads from the middle all see the right bytes.
         for _ in range(2):

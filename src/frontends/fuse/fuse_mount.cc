@@ -802,6 +802,10 @@ class FuseMountImpl final : public FuseMount {
       }
     }
     Result<std::unique_ptr<FileReader>> reader = volume_->OpenReader(ctx, path);
+    if (!reader.ok() && reader.status().code() == StatusCode::kNotFound) {
+      fuse_reply_err(req, ENOENT);  // what a stat would find as well
+      return true;
+    }
     if (!reader.ok()) return false;  // a directory or a link; or an error the stat reports
     const FileInfo info = (*reader)->info();
     const fuse_ino_t ino = nodes_.Lookup(path);

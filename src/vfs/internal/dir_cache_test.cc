@@ -12,7 +12,9 @@ NamespaceView::Resolved Dir(uint64_t ino) {
   return r;
 }
 
-uint64_t Token(DirCache& cache) { return cache.Confirm(cache.Begin()); }
+uint64_t Token(DirCache& cache) {
+  return cache.Confirm(cache.Begin());
+}
 
 TEST(DirCacheTest, ServesWhatWasInsertedUntilACommit) {
   DirCache cache;

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/memory.h"
 #include "chunk/codec.h"
 #include "chunk/internal/pack_format.h"
 
@@ -472,7 +473,11 @@ void PackChunkStore::EnsureActiveLocked() {
   // one copy per byte instead of reallocations and page faults (they dominated ingest).
   pack->tail = std::move(spare_tail_);
   pack->tail.clear();
+  const size_t had = pack->tail.capacity();
   pack->tail.reserve(std::min<uint64_t>(target_, kMaxTargetPackSize) + (1 << 20));
+  // A new buffer: map its pages in one call rather than fault them in one by one while
+  // appending (a first pack's 33 MiB cost ~0.09 s of page faults in every `weft put`).
+  if (pack->tail.capacity() != had) PrefaultCapacity(pack->tail);
   pack->tail += EncodePackHeader();
   pack->data_size = kPackHeaderSize;
   active_ = pack.get();

@@ -1,9 +1,12 @@
 #include "vfs/internal/chunk_pipeline.h"
 
+#include "base/memory.h"
+
 namespace weft {
 
 ChunkPipeline::ChunkPipeline(Store store) : store_(std::move(store)), thread_([this] { Run(); }) {
   filling_.bytes.reserve(kBatchBytes + (1 << 20));
+  PrefaultCapacity(filling_.bytes);
 }
 
 ChunkPipeline::~ChunkPipeline() {
@@ -42,7 +45,9 @@ void ChunkPipeline::Submit() {
   // hashes the next batch.
   filling_.hashed = queue_.size() >= 2;
   lock.unlock();
+  const size_t had = filling_.bytes.capacity();
   filling_.bytes.reserve(kBatchBytes + (1 << 20));
+  if (filling_.bytes.capacity() != had) PrefaultCapacity(filling_.bytes);  // a new batch
   cv_.notify_all();
 }
 

@@ -204,9 +204,17 @@ class PackChunkStore final : public ChunkStore {
     std::vector<std::shared_ptr<RandomAccessFile>> files;  // per run
   };
   ReadPlan PlanReads(std::span<const ChunkId> ids);
-  // The records of one run, in this thread's read buffer if `kept` (unless larger than it),
-  // else in *own.
-  Result<std::string_view> ReadRun(const ReadPlan& plan, size_t run, std::string* own, bool kept);
+  // The plaintexts of ids, checked, and the memory they lie in.
+  struct Plaintexts {
+    std::vector<std::string_view> views;        // per id
+    std::vector<std::string> owned;             // per id: decoded, or Get's copy
+    std::string once;                           // the first run, if too large to keep
+    std::vector<std::unique_ptr<char[]>> runs;  // the runs after the first
+  };
+  // Reads ids run by run (the first run into this thread's read buffer): raw records are
+  // viewed where they were read, compressed ones decoded; whatever is in no run or does not
+  // check goes through Get, which knows how to retry and what to say.
+  Status ReadMany(std::span<const ChunkId> ids, Plaintexts* out);
 
   // Load helpers.
   Status LoadPackLocked(uint64_t id, bool has_index);
@@ -833,75 +841,59 @@ PackChunkStore::ReadPlan PackChunkStore::PlanReads(std::span<const ChunkId> ids)
   return plan;
 }
 
-Result<std::string_view> PackChunkStore::ReadRun(const ReadPlan& plan, size_t run, std::string* own,
-                                                 bool kept) {
-  const auto [first, last] = plan.runs[run];
-  const uint64_t begin = plan.locs[first].offset;
-  const uint64_t size = plan.locs[last - 1].offset + plan.locs[last - 1].record_size() - begin;
-  char* buffer = kept ? ReadBuffer(size, own) : (own->resize(size), own->data());
-  WEFT_ASSIGN_OR_RETURN(std::string_view got, plan.files[run]->ReadAt(begin, size, buffer));
-  if (got.size() < size) return Corruption("truncated pack");
-  return got;
+Status PackChunkStore::ReadMany(std::span<const ChunkId> ids, Plaintexts* out) {
+  const ReadPlan plan = PlanReads(ids);
+  out->views.assign(ids.size(), {});
+  out->owned.assign(ids.size(), {});
+  std::vector<bool> read(ids.size(), false);
+  for (size_t r = 0; r < plan.runs.size(); ++r) {
+    const auto [first, last] = plan.runs[r];
+    const uint64_t begin = plan.locs[first].offset;
+    const uint64_t size = plan.locs[last - 1].offset + plan.locs[last - 1].record_size() - begin;
+    char* buffer;
+    if (r == 0) {
+      buffer = ReadBuffer(size, &out->once);
+    } else {
+      out->runs.push_back(std::make_unique_for_overwrite<char[]>(size));
+      buffer = out->runs.back().get();
+    }
+    Result<std::string_view> got = plan.files[r]->ReadAt(begin, size, buffer);
+    if (!got.ok() || got->size() < size) continue;
+    for (size_t i = first; i < last; ++i) {
+      const Location& loc = plan.locs[i];
+      Result<std::string_view> plain = PlainOf(got->substr(loc.offset - begin, loc.record_size()),
+                                               ids[i], loc, Check::kChecksum, &out->owned[i]);
+      if (!plain.ok()) continue;
+      out->views[i] = *plain;
+      read[i] = true;
+    }
+  }
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (read[i]) continue;
+    WEFT_ASSIGN_OR_RETURN(out->owned[i], Get(ids[i]));
+    out->views[i] = out->owned[i];
+  }
+  return OkStatus();
 }
 
 Result<std::vector<std::shared_ptr<const std::string>>> PackChunkStore::GetManyOnce(
     std::span<const ChunkId> ids) {
-  // Runs of records that follow each other in one pack's durable part, read with one pread
-  // each into the per-thread read buffer; whatever is not in such a run, or does not decode
-  // (a Sweep moved it meanwhile), goes through Get, which knows how to retry and what to say.
-  const ReadPlan plan = PlanReads(ids);
-  std::vector<std::shared_ptr<const std::string>> out(ids.size());
-  for (size_t r = 0; r < plan.runs.size(); ++r) {
-    const auto [first, last] = plan.runs[r];
-    if (last - first < 2) continue;  // one record: Get reads it as well
-    std::string unused;              // a run fits the kept buffer
-    Result<std::string_view> got = ReadRun(plan, r, &unused, /*kept=*/true);
-    if (!got.ok()) continue;
-    const uint64_t begin = plan.locs[first].offset;
-    for (size_t i = first; i < last; ++i) {
-      const Location& loc = plan.locs[i];
-      Result<std::string> plain = DecodeRecord(got->substr(loc.offset - begin, loc.record_size()),
-                                               ids[i], loc, Check::kChecksum);
-      if (plain.ok()) out[i] = std::make_shared<const std::string>(std::move(plain).value());
-    }
-  }
+  Plaintexts plain;
+  WEFT_RETURN_IF_ERROR(ReadMany(ids, &plain));
+  std::vector<std::shared_ptr<const std::string>> out;
+  out.reserve(ids.size());
   for (size_t i = 0; i < ids.size(); ++i) {
-    if (out[i] != nullptr) continue;
-    WEFT_ASSIGN_OR_RETURN(std::string plain, Get(ids[i]));
-    out[i] = std::make_shared<const std::string>(std::move(plain));
+    const bool owned = !plain.owned[i].empty() && plain.views[i].data() == plain.owned[i].data();
+    out.push_back(std::make_shared<const std::string>(owned ? std::move(plain.owned[i])
+                                                            : std::string(plain.views[i])));
   }
   return out;
 }
 
 Status PackChunkStore::LendMany(std::span<const ChunkId> ids, const ChunkUser& use) {
-  // Each run of neighbouring records comes off the disk with one pread (the first into this
-  // thread's buffer) and its raw records are lent from there; compressed ones are decoded,
-  // and whatever is in no run or does not check goes through Get, which says what is wrong.
-  const ReadPlan plan = PlanReads(ids);
-  std::vector<std::string_view> views(ids.size());
-  std::vector<bool> lent(ids.size(), false);
-  std::vector<std::string> owned(ids.size());          // decoded plaintexts, Get's copies
-  std::vector<std::string> buffers(plan.runs.size());  // runs after the first, and large ones
-  for (size_t r = 0; r < plan.runs.size(); ++r) {
-    Result<std::string_view> got = ReadRun(plan, r, &buffers[r], /*kept=*/r == 0);
-    if (!got.ok()) continue;
-    const auto [first, last] = plan.runs[r];
-    const uint64_t begin = plan.locs[first].offset;
-    for (size_t i = first; i < last; ++i) {
-      const Location& loc = plan.locs[i];
-      Result<std::string_view> plain = PlainOf(got->substr(loc.offset - begin, loc.record_size()),
-                                               ids[i], loc, Check::kChecksum, &owned[i]);
-      if (!plain.ok()) continue;
-      views[i] = *plain;
-      lent[i] = true;
-    }
-  }
-  for (size_t i = 0; i < ids.size(); ++i) {
-    if (lent[i]) continue;
-    WEFT_ASSIGN_OR_RETURN(owned[i], Get(ids[i]));
-    views[i] = owned[i];
-  }
-  return use(views);
+  Plaintexts plain;
+  WEFT_RETURN_IF_ERROR(ReadMany(ids, &plain));
+  return use(plain.views);
 }
 
 Result<SweepStats> PackChunkStore::Sweep(const std::function<bool(const ChunkId&)>& is_live) {

@@ -98,6 +98,35 @@ class PackChunkStoreTest : public testing::Test {
     Open();
   }
 
+  // Fourteen chunks of 7-11 KB, every `compressible_every`-th compressible, flushed: more than
+  // pack 1 holds, so it is sealed (a damaged record in it stays listed after a reopen).
+  std::vector<ChunkId> PutSealedRun(int compressible_every, uint64_t seed) {
+    std::vector<ChunkId> ids;
+    for (int i = 0; i < 14; ++i) {
+      ids.push_back(Put(i % compressible_every == compressible_every - 1
+                            ? Compressible(9000, i)
+                            : RandomBytes(7000 + 300 * i, seed + i)));
+    }
+    EXPECT_TRUE(store_->Flush().ok());
+    EXPECT_GT(Files(".dat").size(), 1u);
+    return ids;
+  }
+
+  // Flips a stored byte of the second record of pack 1 (reopening the store); returns the
+  // record's offset, which errors about it must name.
+  size_t DamageSecondRecord(const ChunkId& first) {
+    const size_t second_record = kPackHeaderSize + kRecordHeaderSize + chunks_[first].size();
+    EditPack([&](std::string& pack) { pack[second_record + kRecordHeaderSize + 77] ^= 0x20; });
+    return second_record;
+  }
+
+  static void ExpectCorruptionAt(const Status& status, size_t offset) {
+    ASSERT_EQ(status.code(), StatusCode::kCorruption) << status.ToString();
+    EXPECT_NE(status.message().find("pack 0000000000000001 offset " + std::to_string(offset)),
+              std::string::npos)
+        << status.message();
+  }
+
   std::unique_ptr<FileSystem> mem_ = NewMemFileSystem();
   PackStoreOptions opts_;
   std::unique_ptr<ChunkStore> store_;
@@ -273,11 +302,7 @@ TEST_F(PackChunkStoreTest, BitFlipIsCorruptionNamingThePack) {
 // and a damaged record in a run is Corruption naming its pack, as from Get.
 TEST_F(PackChunkStoreTest, GetManyOnceReadsWhatGetReads) {
   Open();
-  std::vector<ChunkId> ids;
-  for (int i = 0; i < 14; ++i) {
-    ids.push_back(Put(i % 4 == 3 ? Compressible(9000, i) : RandomBytes(7000 + 300 * i, 50 + i)));
-  }
-  ASSERT_TRUE(store_->Flush().ok());
+  std::vector<ChunkId> ids = PutSealedRun(4, 50);
   ids.push_back(Put(RandomBytes(3000, 99)));  // in the unsynced tail
   std::vector<ChunkId> asked = ids;
   asked.push_back(ids[2]);
@@ -289,7 +314,6 @@ TEST_F(PackChunkStoreTest, GetManyOnceReadsWhatGetReads) {
     for (size_t i = 0; i < asked.size(); ++i) EXPECT_EQ(*(*got)[i], chunks_[asked[i]]) << i;
   };
   check();
-  ASSERT_GT(Files(".dat").size(), 1u);  // the run crossed packs
   ASSERT_TRUE(store_->Flush().ok());
   check();
   EXPECT_TRUE(store_->GetManyOnce({}).value().empty());
@@ -297,15 +321,8 @@ TEST_F(PackChunkStoreTest, GetManyOnceReadsWhatGetReads) {
   std::vector<ChunkId> with_unknown = {ids[0], ChunkId::Of(AsBytes(std::string("nope"))), ids[1]};
   EXPECT_EQ(store_->GetManyOnce(with_unknown).status().code(), StatusCode::kNotFound);
 
-  const size_t second_record = kPackHeaderSize + kRecordHeaderSize + chunks_[ids[0]].size();
-  EditPack([&](std::string& pack) { pack[second_record + kRecordHeaderSize + 77] ^= 0x20; });
-  Result<std::vector<std::shared_ptr<const std::string>>> damaged =
-      store_->GetManyOnce(std::vector<ChunkId>(ids.begin(), ids.begin() + 3));
-  ASSERT_EQ(damaged.status().code(), StatusCode::kCorruption);
-  EXPECT_NE(damaged.status().message().find("pack 0000000000000001 offset " +
-                                            std::to_string(second_record)),
-            std::string::npos)
-      << damaged.status().message();
+  const size_t second_record = DamageSecondRecord(ids[0]);
+  ExpectCorruptionAt(store_->GetManyOnce(std::span(ids).first(3)).status(), second_record);
 }
 
 // LendMany lends what Get reads. A file's records in one run are lent from the read buffer
@@ -314,12 +331,7 @@ TEST_F(PackChunkStoreTest, GetManyOnceReadsWhatGetReads) {
 // is an error naming the pack, and nothing is lent.
 TEST_F(PackChunkStoreTest, LendManyLendsWhatGetReads) {
   Open();
-  std::vector<ChunkId> ids;
-  for (int i = 0; i < 14; ++i) {
-    ids.push_back(Put(i % 7 == 6 ? Compressible(9000, i) : RandomBytes(7000 + 300 * i, 70 + i)));
-  }
-  ASSERT_TRUE(store_->Flush().ok());
-  ASSERT_GT(Files(".dat").size(), 1u);  // pack 1 is sealed: a damaged record stays listed
+  std::vector<ChunkId> ids = PutSealedRun(7, 70);
   auto lend = [&](std::span<const ChunkId> asked, std::vector<std::string_view>* seen) {
     return store_->LendMany(asked, [&](std::span<const std::string_view> views) {
       EXPECT_EQ(views.size(), asked.size());
@@ -342,18 +354,14 @@ TEST_F(PackChunkStoreTest, LendManyLendsWhatGetReads) {
   ASSERT_TRUE(lend(ids, nullptr).ok());
   ASSERT_TRUE(lend({}, nullptr).ok());
 
-  const size_t second_record = kPackHeaderSize + kRecordHeaderSize + chunks_[ids[0]].size();
-  EditPack([&](std::string& pack) { pack[second_record + kRecordHeaderSize + 77] ^= 0x20; });
+  const size_t second_record = DamageSecondRecord(ids[0]);
   bool used = false;
   Status damaged = store_->LendMany(std::span(ids).first(3), [&](auto) {
     used = true;
     return OkStatus();
   });
   EXPECT_FALSE(used);
-  ASSERT_EQ(damaged.code(), StatusCode::kCorruption) << damaged.ToString();
-  EXPECT_NE(damaged.message().find("pack 0000000000000001 offset " + std::to_string(second_record)),
-            std::string::npos)
-      << damaged.message();
+  ExpectCorruptionAt(damaged, second_record);
 }
 
 // Reads trust a record's XXH3-64; Verify also hashes. Here the stored bytes are swapped for

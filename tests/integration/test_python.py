@@ -460,6 +460,11 @@ class HintTest(ClassHub):
         self.assertEqual(len(list(once)), FILES)
         self.assertEqual(len(sent), 4)
         self.assertIsNone(once.declared_next_epoch)
+        sent.clear()
+        unmoved = weft.HintingSampler(dist, ds, spoke=self.spoke.url, client=self.spoke_client)
+        self.assertEqual(len(list(unmoved)), FILES)
+        self.assertEqual(len(sent), 4)
+        self.assertIsNone(unmoved.declared_next_epoch)
         # A Subset maps its indices to the underlying files.
         sub = torch.utils.data.Subset(ds, [5, 3, 199])
         sampler = weft.HintingSampler([2, 0, 1], sub, client=self.spoke_client)

@@ -500,24 +500,18 @@ class FuseMountImpl final : public FuseMount {
     }
   }
 
-  // The node answered, or 0 when the reply failed.
-  fuse_ino_t ReplyEntry(fuse_req_t req, const std::string& path, const FileInfo& info) {
-    return ReplyEntryOf(req, nodes_.Lookup(path), path, info);
+  void ReplyEntry(fuse_req_t req, const std::string& path, const FileInfo& info) {
+    ReplyEntryOf(req, nodes_.Lookup(path), path, info);
   }
 
   // Replies with node ino, whose lookup count the caller has raised (nodes_.Lookup).
-  fuse_ino_t ReplyEntryOf(fuse_req_t req, fuse_ino_t ino, const std::string& path,
-                          const FileInfo& info) {
+  void ReplyEntryOf(fuse_req_t req, fuse_ino_t ino, const std::string& path, const FileInfo& info) {
     struct fuse_entry_param e {};
     e.ino = ino;
     e.attr = StatOf(info, e.ino);
     OverlayOpenWrites(e.ino, &e.attr);
     e.attr_timeout = e.entry_timeout = TimeoutFor(path);
-    if (fuse_reply_entry(req, &e) != 0) {
-      nodes_.Forget(e.ino, 1);
-      return 0;
-    }
-    return e.ino;
+    if (fuse_reply_entry(req, &e) != 0) nodes_.Forget(e.ino, 1);
   }
 
   void ReplyAttr(fuse_req_t req, fuse_ino_t ino, const std::string& path, const FileInfo& info) {
@@ -532,7 +526,7 @@ class FuseMountImpl final : public FuseMount {
   // before, made the first cold `cat` of 1 GiB through a fresh mount 2-3x slower (490-790
   // vs 1,500-1,780 MB/s; later passes the same), since replies keep no chunks (OpRead) and
   // the loads only filled the cache with fresh memory.
-  void ReadAheadOf(ReadHandle& r, uint64_t off, uint64_t size) {
+  void HintAheadOf(ReadHandle& r, uint64_t off, uint64_t size) {
     const uint64_t end = off + size;
     const std::vector<uint64_t>& ends = r.ChunkEnds();
     size_t first = 0, last = 0;
@@ -945,7 +939,7 @@ class FuseMountImpl final : public FuseMount {
       if (!snap.ok()) return (void)fuse_reply_err(req, ErrnoOf(snap.status()));
       Result<FileInfo> info = self->volume_->Stat(ctx, *path);
       if (!info.ok()) return (void)fuse_reply_err(req, ErrnoOf(info.status()));
-      return (void)self->ReplyEntry(req, *path, *info);
+      return self->ReplyEntry(req, *path, *info);
     }
     if (self->RejectWrite(req, *path)) return;
     Result<FileInfo> info = self->volume_->Mkdir(self->ContextOf(req), *path, mode & 07777);
@@ -1158,7 +1152,7 @@ class FuseMountImpl final : public FuseMount {
     Handle* h = held.get();
     if (auto* r = dynamic_cast<ReadHandle*>(h)) {
       if (self->options_.read_ahead_bytes > 0) {
-        self->ReadAheadOf(*r, static_cast<uint64_t>(off), size);
+        self->HintAheadOf(*r, static_cast<uint64_t>(off), size);
       }
       // On an exclusive mount the kernel keeps the pages of a file while its version stays
       // (zero-message opens, or keep_cache on reopening it), so the chunk cache would hold a

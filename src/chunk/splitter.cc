@@ -180,28 +180,48 @@ StreamSplitter::StreamSplitter(const ChunkerOptions& options,
       capacity_(2 * static_cast<size_t>(std::max<uint32_t>(options.max_size, 1)) + kTarBlock),
       tar_state_(options.tar_aware ? TarState::kUnknown : TarState::kOff) {}
 
+StreamSplitter::Window StreamSplitter::Buffered() const {
+  return {AsBytes(std::string_view(buf_)), buf_start_};
+}
+
 Status StreamSplitter::Write(ByteSpan data) {
   if (finished_) return FailedPrecondition("StreamSplitter::Write after Finish");
   if (!error_.ok()) return error_;
+  const size_t max_size = std::max<uint32_t>(options_.max_size, 1);
+  uint64_t start = total_;  // stream offset of data[0]
   total_ += data.size();
   while (!data.empty()) {
-    if (buf_.size() == capacity_ || buf_.size() + data.size() > capacity_) {
-      // Dropping emitted bytes only when space runs out moves each byte about once.
-      buf_.erase(0, pos_);
-      buf_start_ += pos_;
-      pos_ = 0;
+    if (emitted_ == buf_start_ + buf_.size() && tar_state_ != TarState::kUnknown) {
+      // Nothing carried over: cut the caller's bytes where they lie, and keep a copy of only
+      // the undecided end. This is the path almost every byte of a large write takes.
+      error_ = Cut({data, start}, /*at_eof=*/false);
+      if (!error_.ok()) return error_;
+      buf_.assign(AsChars(data.subspan(emitted_ - start)));
+      buf_start_ = emitted_;
+      return OkStatus();
     }
-    const size_t take = std::min(data.size(), capacity_ - buf_.size());
-    // Drain always leaves fewer than max_size + 512 bytes, so there is room; never spin.
+    // Bytes carried over (or the first tar block not seen yet): append what their chunk needs
+    // to be decided; once it is emitted, the rest of `data` goes the way above.
+    buf_.erase(0, emitted_ - buf_start_);
+    buf_start_ = emitted_;
+    const size_t take = std::min({data.size(), capacity_ - buf_.size(), max_size + kTarBlock});
+    // The carry is under max_size plus a tar header, so there is room; never spin.
     if (take == 0) return error_ = Internal("StreamSplitter buffer did not drain");
-    if (buf_.capacity() < buf_.size() + take) {
-      buf_.reserve(std::min(capacity_, std::max(2 * buf_.capacity(), buf_.size() + take)));
-    }
     buf_.append(AsChars(data.first(take)));
-    data = data.subspan(take);
-    ObserveTarHeaders(/*at_eof=*/false);
-    error_ = Drain(/*at_eof=*/false);
+    error_ = Cut(Buffered(), /*at_eof=*/false);
     if (!error_.ok()) return error_;
+    if (emitted_ >= start && tar_state_ != TarState::kUnknown) {
+      // The carry is out: copies of data[0, take) past emitted_ are dropped and cut from
+      // `data` itself. (Still unknown: nothing can be emitted, so the bytes stay buffered.)
+      const uint64_t used = emitted_ - start;
+      buf_.clear();
+      buf_start_ = emitted_;
+      data = data.subspan(used);
+      start += used;
+    } else {
+      data = data.subspan(take);
+      start += take;
+    }
   }
   return OkStatus();
 }
@@ -210,42 +230,44 @@ Status StreamSplitter::Finish() {
   if (finished_) return FailedPrecondition("StreamSplitter::Finish called twice");
   if (!error_.ok()) return error_;
   finished_ = true;
-  ObserveTarHeaders(/*at_eof=*/true);
-  error_ = Drain(/*at_eof=*/true);
+  error_ = Cut(Buffered(), /*at_eof=*/true);
   buf_.clear();
   buf_.shrink_to_fit();
-  pos_ = 0;
+  buf_start_ = emitted_;
   return error_;
 }
 
-void StreamSplitter::ObserveTarHeaders(bool at_eof) {
-  const uint64_t buf_end = buf_start_ + buf_.size();
+Status StreamSplitter::Cut(const Window& w, bool at_eof) {
+  ObserveTarHeaders(w, at_eof);
+  return Drain(w, at_eof);
+}
+
+void StreamSplitter::ObserveTarHeaders(const Window& w, bool at_eof) {
   if (tar_state_ == TarState::kUnknown) {
-    if (buf_end < kTarBlock) {
+    if (w.end() < kTarBlock) {
       if (at_eof) tar_state_ = TarState::kOff;
       return;
     }
     // Nothing is emitted while the state is unknown, so the first block is still in buf_.
     uint64_t size = 0;
-    const auto* first = reinterpret_cast<const uint8_t*>(buf_.data());
-    tar_state_ =
-        ClassifyTarBlock(first, &size) == TarBlock::kMember ? TarState::kActive : TarState::kOff;
+    tar_state_ = w.start == 0 && ClassifyTarBlock(w.bytes.data(), &size) == TarBlock::kMember
+                     ? TarState::kActive
+                     : TarState::kOff;
     next_tar_header_ = 0;
   }
   auto push_cut = [this](uint64_t offset) {
-    if (offset > emitted() && (forced_cuts_.empty() || offset > forced_cuts_.back())) {
+    if (offset > emitted_ && (forced_cuts_.empty() || offset > forced_cuts_.back())) {
       forced_cuts_.push_back(offset);
     }
   };
-  while (tar_state_ == TarState::kActive && next_tar_header_ + kTarBlock <= buf_end) {
+  while (tar_state_ == TarState::kActive && next_tar_header_ + kTarBlock <= w.end()) {
     // A pending header is a forced cut, so emission stops before it; this guards the invariant
-    // rather than trusting it with an out-of-range read.
-    if (next_tar_header_ < emitted()) {
+    // (and that the window holds it) rather than trusting it with an out-of-range read.
+    if (next_tar_header_ < emitted_ || next_tar_header_ < w.start) {
       tar_state_ = TarState::kOff;
       break;
     }
-    const auto* block =
-        reinterpret_cast<const uint8_t*>(buf_.data()) + (next_tar_header_ - buf_start_);
+    const uint8_t* block = w.bytes.data() + (next_tar_header_ - w.start);
     uint64_t data_size = 0;
     switch (ClassifyTarBlock(block, &data_size)) {
       case TarBlock::kMember: {
@@ -265,19 +287,19 @@ void StreamSplitter::ObserveTarHeaders(bool at_eof) {
     }
   }
   if (at_eof && tar_state_ == TarState::kActive) {
-    if (next_tar_header_ < buf_end) push_cut(next_tar_header_);  // a header cut short
+    if (next_tar_header_ < w.end()) push_cut(next_tar_header_);  // a header cut short
     tar_state_ = TarState::kOff;
   }
 }
 
-Status StreamSplitter::Drain(bool at_eof) {
+Status StreamSplitter::Drain(const Window& w, bool at_eof) {
   const size_t max_size = std::max<uint32_t>(options_.max_size, 1);
-  while (pos_ < buf_.size()) {
+  while (emitted_ < w.end()) {
     // Until the first 512 bytes are seen we do not know whether the stream is a tar.
     if (tar_state_ == TarState::kUnknown && !at_eof) break;
-    const uint64_t cur = emitted();
+    const uint64_t cur = emitted_;
     while (!forced_cuts_.empty() && forced_cuts_.front() <= cur) forced_cuts_.pop_front();
-    const size_t avail = buf_.size() - pos_;
+    const size_t avail = w.end() - cur;
     size_t limit = std::min(avail, max_size);
     bool forced = false;
     if (!forced_cuts_.empty() && forced_cuts_.front() - cur <= limit) {
@@ -288,10 +310,10 @@ Status StreamSplitter::Drain(bool at_eof) {
     if (!at_eof && tar_state_ == TarState::kActive && next_tar_header_ < cur + limit) break;
     // Without a forced cut, a content-defined decision needs max_size bytes (or the end).
     if (!forced && !at_eof && limit < max_size) break;
-    const ByteSpan span(reinterpret_cast<const uint8_t*>(buf_.data()) + pos_, limit);
+    const ByteSpan span = w.bytes.subspan(cur - w.start, limit);
     size_t cut = chunker_.NextCut(span);
     if (cut == 0 || cut > limit) cut = limit;
-    pos_ += cut;
+    emitted_ += cut;
     WEFT_RETURN_IF_ERROR(sink_(span.first(cut)));
   }
   return OkStatus();

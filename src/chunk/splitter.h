@@ -1,5 +1,6 @@
 // Content-defined chunking: a FastCDC (Gear hash, normalized chunking) cut-point finder and a
-// streaming StreamSplitter that buffers written bytes and hands out chunks. When the stream is
+// streaming StreamSplitter that hands out chunks of the bytes written to it: cut where the
+// caller's buffer holds them, so only a chunk that spans two writes is copied. When the stream is
 // a tar archive (ustar header at offset 0), every member header and member data start is a
 // forced cut, so an unchanged member dedups even when a neighbour changed size.
 // Not thread-safe: one writer per splitter.
@@ -42,7 +43,8 @@ class Chunker {
 
 class StreamSplitter {
  public:
-  // `sink` receives each chunk in order; a non-OK status from it stops the stream and is
+  // `sink` receives each chunk in order, as a view valid only during the call (often of the
+  // bytes the current Write was given); a non-OK status from it stops the stream and is
   // returned by the Write/Finish call that triggered it.
   StreamSplitter(const ChunkerOptions& options, std::function<Status(ByteSpan chunk)> sink);
 
@@ -54,25 +56,33 @@ class StreamSplitter {
 
  private:
   enum class TarState : uint8_t { kUnknown, kActive, kOff };
+  // Stream bytes [start, start + bytes.size()) that the splitter may cut: buf_, or a caller's
+  // write when nothing is carried over.
+  struct Window {
+    ByteSpan bytes;
+    uint64_t start;
+    uint64_t end() const { return start + bytes.size(); }
+  };
 
-  // Emits every chunk whose end is already decided; at_eof decides the rest.
-  Status Drain(bool at_eof);
-  // Parses each tar header whose 512 bytes are buffered and queues its forced cuts.
-  void ObserveTarHeaders(bool at_eof);
-  uint64_t emitted() const { return buf_start_ + pos_; }
+  Window Buffered() const;
+  // Parses each tar header whose 512 bytes lie in `w` and queues its forced cuts, then emits
+  // every chunk of `w` whose end is already decided; at_eof decides the rest.
+  Status Cut(const Window& w, bool at_eof);
+  void ObserveTarHeaders(const Window& w, bool at_eof);
+  Status Drain(const Window& w, bool at_eof);
 
   Chunker chunker_;
   ChunkerOptions options_;
   std::function<Status(ByteSpan)> sink_;
-  // buf_[pos_..] is not yet emitted; buf_[0] is stream offset buf_start_. Holds at most
-  // capacity_ bytes (2 * max_size + one tar header), which bounds the splitter's memory.
+  uint64_t emitted_ = 0;  // stream offset of the first byte not yet handed to sink_
+  // Bytes carried between writes: buf_[0] is stream offset buf_start_, and the bytes from
+  // emitted_ on are the undecided end of the stream so far (under max_size plus a tar header).
   std::string buf_;
-  size_t pos_ = 0;
   uint64_t buf_start_ = 0;
   size_t capacity_;
   uint64_t total_ = 0;
   // Tar tracking. next_tar_header_ is the stream offset of the next header not yet parsed
-  // (meaningful while kActive); forced_cuts_ holds known boundaries past emitted(), ascending.
+  // (meaningful while kActive); forced_cuts_ holds known boundaries past emitted_, ascending.
   TarState tar_state_;
   uint64_t next_tar_header_ = 0;
   std::deque<uint64_t> forced_cuts_;

@@ -145,6 +145,64 @@ TEST(StreamSplitterTest, WriteSizesDoNotChangeChunks) {
   EXPECT_EQ(Boundaries(Split(data, ChunkerOptions(), 1 << 20)), whole);
 }
 
+// Writes of random sizes (some under a tar block, some over max_size), so that cuts fall on
+// both sides of write boundaries and chunks span two writes, tar or not.
+std::vector<uint64_t> SplitInRandomPieces(std::string_view data, const ChunkerOptions& options,
+                                          uint32_t seed) {
+  std::vector<uint64_t> boundaries;
+  uint64_t offset = 0;
+  StreamSplitter splitter(options, [&](ByteSpan chunk) {
+    boundaries.push_back(offset);
+    offset += chunk.size();
+    return OkStatus();
+  });
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<size_t> piece(1, 3 * options.max_size);
+  for (size_t i = 0; i < data.size();) {
+    const size_t n = std::min(data.size() - i, rng() % 4 == 0 ? rng() % 600 + 1 : piece(rng));
+    EXPECT_TRUE(splitter.Write(AsBytes(data.substr(i, n))).ok());
+    i += n;
+  }
+  EXPECT_TRUE(splitter.Finish().ok());
+  EXPECT_EQ(offset, data.size());
+  return boundaries;
+}
+
+TEST(StreamSplitterTest, IrregularWriteSizesDoNotChangeChunks) {
+  const std::string data = RandomBytes(2 << 20, 8);
+  for (const ChunkerOptions& o : {SmallOptions(), ChunkerOptions()}) {
+    const std::vector<uint64_t> whole = Boundaries(Split(data, o));
+    for (uint32_t seed = 1; seed <= 5; ++seed) {
+      EXPECT_EQ(SplitInRandomPieces(data, o, seed), whole) << "seed " << seed;
+    }
+  }
+}
+
+// A large write is cut where it lies: the sink sees views of the caller's bytes, and only the
+// chunks that span two writes are copied.
+TEST(StreamSplitterTest, LargeWritesAreCutInPlace) {
+  const std::string data = RandomBytes(8 << 20, 9);
+  constexpr size_t kPiece = 1 << 20;
+  const char* piece_begin = nullptr;
+  size_t in_place = 0;
+  size_t total = 0;
+  StreamSplitter splitter(ChunkerOptions(), [&](ByteSpan chunk) {
+    const char* p = reinterpret_cast<const char*>(chunk.data());
+    if (p >= piece_begin && p + chunk.size() <= piece_begin + kPiece) in_place += chunk.size();
+    total += chunk.size();
+    return OkStatus();
+  });
+  for (size_t i = 0; i < data.size(); i += kPiece) {
+    const std::string piece = data.substr(i, kPiece);  // a buffer of its own, as a reader's
+    piece_begin = piece.data();
+    ASSERT_TRUE(splitter.Write(AsBytes(piece)).ok());
+  }
+  ASSERT_TRUE(splitter.Finish().ok());
+  EXPECT_EQ(total, data.size());
+  // At most about one chunk (up to 256 KiB) per write crosses a write boundary.
+  EXPECT_GT(in_place, data.size() / 2);
+}
+
 TEST(StreamSplitterTest, EmitsWhileStreaming) {
   const ChunkerOptions o = SmallOptions();
   size_t emitted = 0;
@@ -280,6 +338,9 @@ TEST(StreamSplitterTarTest, MemberHeadersAndDataStartsAreCuts) {
   EXPECT_EQ(Boundaries(Split(tar.bytes, SmallOptions(), 1)), Boundaries(chunks));
   EXPECT_EQ(Boundaries(Split(tar.bytes, SmallOptions(), 7)), Boundaries(chunks));
   EXPECT_EQ(Boundaries(Split(tar.bytes, SmallOptions(), 100000)), Boundaries(chunks));
+  for (uint32_t seed = 1; seed <= 5; ++seed) {
+    EXPECT_EQ(SplitInRandomPieces(tar.bytes, SmallOptions(), seed), Boundaries(chunks));
+  }
 }
 
 TEST(StreamSplitterTarTest, ResizingOneMemberKeepsEveryOtherMembersChunks) {

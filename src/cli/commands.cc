@@ -334,9 +334,10 @@ class PutBatch {
 };
 
 // Streams one local file (or stdin) into a new version of `dest`, committed through `batch`.
+// `size`: what stat said, if known (not for stdin).
 Status PutOne(CommandEnv& env, Volume& vol, int fd, const std::string& local,
-              const std::string& dest, uint32_t mode, bool md5_etag, PutBatch& batch,
-              ProgressBar& bar, std::vector<uint8_t>& buf) {
+              std::optional<uint64_t> size, const std::string& dest, uint32_t mode, bool md5_etag,
+              PutBatch& batch, ProgressBar& bar, std::vector<uint8_t>& buf) {
   WriteOptions wo;
   wo.mode = mode & 07777;
   wo.create_parents = true;
@@ -344,6 +345,7 @@ Status PutOne(CommandEnv& env, Volume& vol, int fd, const std::string& local,
   // here gets a chunk ETag from that size on: its MD5 would be a second pass over every byte,
   // the most costly step of ingest after the disk.
   if (!md5_etag) wo.md5_etag_limit = kMd5EtagLimit;
+  wo.expected_size = size;
   WEFT_ASSIGN_OR_RETURN(std::unique_ptr<FileWriter> writer, vol.OpenWriter(env.ctx(), dest, wo));
   for (;;) {
     WEFT_ASSIGN_OR_RETURN(size_t n, ReadFull(fd, buf.data(), buf.size(), local));
@@ -469,8 +471,8 @@ int RunPut(CommandEnv& env, const PutArgs& args) {
         break;
       case LocalKind::kFile: {
         if (item.local == "-") {
-          s = PutOne(env, vol, env.in_fd(), "stdin", item.dest, item.mode, args.md5_etag, batch,
-                     bar, buf);
+          s = PutOne(env, vol, env.in_fd(), "stdin", std::nullopt, item.dest, item.mode,
+                     args.md5_etag, batch, bar, buf);
           break;
         }
         Fd fd(::open(item.local.c_str(), O_RDONLY | O_CLOEXEC));
@@ -478,8 +480,8 @@ int RunPut(CommandEnv& env, const PutArgs& args) {
           s = ErrnoToStatus(errno, "opening " + item.local);
           break;
         }
-        s = PutOne(env, vol, fd.get(), item.local, item.dest, item.mode, args.md5_etag, batch, bar,
-                   buf);
+        s = PutOne(env, vol, fd.get(), item.local, item.size, item.dest, item.mode, args.md5_etag,
+                   batch, bar, buf);
         break;
       }
     }

@@ -515,7 +515,9 @@ class LocalFileWriter final : public FileWriter {
         path_(std::move(path)),
         opts_(std::move(opts)),
         splitter_(NewSplitter()) {
-    if (!opts_.etag) md5_.emplace();
+    const bool chunk_etag_expected =
+        opts_.md5_etag_limit && opts_.expected_size && *opts_.expected_size > *opts_.md5_etag_limit;
+    if (!opts_.etag && !chunk_etag_expected) md5_.emplace();
   }
 
   ~LocalFileWriter() override { Abort(); }

@@ -718,6 +718,19 @@ TEST_F(LocalVolumeTest, LargeFilesCanTakeAChunkEtagInsteadOfTheMd5) {
   EXPECT_EQ(WriteFile(vol_.get(), "/small", small, limited)->etag, Md5Hex(AsBytes(small)));
   EXPECT_EQ(WriteFile(vol_.get(), "/plain", data)->etag, Md5Hex(AsBytes(data)));
 
+  // An expected size decides from the first byte (no MD5 is begun for a file known to be
+  // large), and the decision stands if fewer bytes come; under the limit it changes nothing.
+  WriteOptions expected_large = limited;
+  expected_large.expected_size = data.size();
+  EXPECT_EQ(WriteFile(vol_.get(), "/hinted", data, expected_large)->etag, big->etag);
+  auto shrunk = WriteFile(vol_.get(), "/shrunk", small, expected_large);
+  ASSERT_TRUE(shrunk.ok()) << shrunk.status().ToString();
+  EXPECT_EQ(shrunk->etag.find('-'), 32u) << shrunk->etag;
+  WriteOptions expected_small = limited;
+  expected_small.expected_size = small.size();
+  EXPECT_EQ(WriteFile(vol_.get(), "/hinted-small", small, expected_small)->etag,
+            Md5Hex(AsBytes(small)));
+
   // Past 1 MiB without an MD5, chunks are hashed and stored on a helper thread: the same
   // chunks and bytes as when stored inline; a writer dropped mid-stream commits nothing.
   const std::string large = RandomBytes(5 << 20, 32);

@@ -119,6 +119,12 @@ struct WriteOptions {
   // MD5 of its bytes is computed: ingest spares a pass over every byte. Unset: always the MD5.
   // Ignored when `etag` is set. Honoured by LocalVolume.
   std::optional<uint64_t> md5_etag_limit;
+  // The size the caller is about to write, if it knows (a local file's stat). With
+  // md5_etag_limit, an expected size over the limit decides for the chunk ETag from the first
+  // byte: nothing is hashed for an MD5 that would be dropped, and a large file's chunks go to
+  // the store's pipeline at once. The ETag then follows the expectation even if the writes
+  // end up shorter (the file shrank while it was read).
+  std::optional<uint64_t> expected_size;
 };
 
 // One piece of a version's content: the SHA-256 of the bytes and their length. A version is

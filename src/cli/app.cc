@@ -1,9 +1,11 @@
 #include "cli/app.h"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <exception>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include "base/bytes.h"
 #include "cli/admin.h"
@@ -182,7 +184,8 @@ int RunWeft(int argc, char** argv, const VolumeOpener& opener, int in_fd, FILE* 
         "stored as symlinks; sockets and devices are skipped. Each file is streamed in 1 MiB\n"
         "pieces and becomes visible atomically, never partly written. Small files are\n"
         "committed in groups (up to 256 files / 64 MiB per transaction, one sync each), so a\n"
-        "tree of small files stores fast; files of 16 MiB and more commit one by one.",
+        "tree of small files stores fast; files of 16 MiB and more commit one by one.\n"
+        "--jobs files are read and stored at once, so -v lines come in no fixed order.",
         "weft put ./imagenet /datasets/imagenet     # -> /datasets/imagenet/...\n"
         "  tar c shard | weft put - /shards/000.tar\n"
         "  weft put -v a.bin b.bin /in/               # prints 'committed PATH SIZE ETAG'");
@@ -194,6 +197,15 @@ int RunWeft(int argc, char** argv, const VolumeOpener& opener, int in_fd, FILE* 
                       "ETag made from its chunks ('<hex>-<chunks>', as S3 gives objects\n"
                       "uploaded in parts, which clients do not check as an MD5): computing\n"
                       "the MD5 is a second pass over every byte and slows large ingest");
+    put.jobs = std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 8);
+    put_cmd
+        ->add_option("-j,--jobs", put.jobs,
+                     "Files to read and store at once (default: the CPU cores, at most 8).\n"
+                     "Each file's chunking and hashing is sequential, so a tree of many\n"
+                     "files stores faster with a thread per core; a large file also uses a\n"
+                     "second thread of its own")
+        ->check(CLI::Range(1, 64))
+        ->capture_default_str();
     put_cmd->callback([&] { action = [&](CommandEnv& env) { return RunPut(env, put); }; });
 
     GetArgs get;

@@ -7,11 +7,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cinttypes>
 #include <cstring>
 #include <limits>
+#include <mutex>
 #include <nlohmann/json.hpp>
+#include <thread>
 #include <utility>
 
 #include "base/bytes.h"
@@ -282,7 +285,8 @@ namespace {
 
 // Small files are committed in groups through Volume::CommitAll: one data sync and one
 // metadata sync per group instead of two per file, which dominates storing many small files.
-// A file is reported ("committed ...") only once its group is durable.
+// A file is reported ("committed ...") only once its group is durable. Thread-safe: the
+// threads of a put share one batch, and a group commits while the others read on.
 class PutBatch {
  public:
   static constexpr size_t kMaxFiles = 256;
@@ -296,26 +300,37 @@ class PutBatch {
     uint64_t size = writer->bytes_written();
     if (size >= kAloneFrom) {
       WEFT_ASSIGN_OR_RETURN(FileInfo info, writer->Commit());
+      std::lock_guard lock(mu_);
       Report(info);
       return OkStatus();
     }
+    std::unique_lock lock(mu_);
     bytes_ += size;
     writers_.push_back(std::move(writer));
-    if (writers_.size() >= kMaxFiles || bytes_ >= kMaxBytes) return Flush();
+    if (writers_.size() >= kMaxFiles || bytes_ >= kMaxBytes) return FlushLocked(lock);
     return OkStatus();
   }
 
   Status Flush() {
+    std::unique_lock lock(mu_);
+    return FlushLocked(lock);
+  }
+
+ private:
+  // Commits the group without holding mu_, so that other threads can queue the next one.
+  Status FlushLocked(std::unique_lock<std::mutex>& lock) {
     if (writers_.empty()) return OkStatus();
-    auto infos = vol_.CommitAll(env_.ctx(), std::move(writers_));
+    std::vector<std::unique_ptr<FileWriter>> group = std::move(writers_);
     writers_.clear();
     bytes_ = 0;
+    lock.unlock();
+    auto infos = vol_.CommitAll(env_.ctx(), std::move(group));
+    lock.lock();
     if (!infos.ok()) return infos.status();
     for (const FileInfo& info : *infos) Report(info);
     return OkStatus();
   }
 
- private:
   void Report(const FileInfo& info) {
     bar_.FileDone();
     if (!verbose_) return;
@@ -329,8 +344,9 @@ class PutBatch {
   Volume& vol_;
   bool verbose_;
   ProgressBar& bar_;
-  std::vector<std::unique_ptr<FileWriter>> writers_;
-  uint64_t bytes_ = 0;
+  std::mutex mu_;
+  std::vector<std::unique_ptr<FileWriter>> writers_;  // GUARDED_BY(mu_)
+  uint64_t bytes_ = 0;                                // GUARDED_BY(mu_)
 };
 
 // Streams one local file (or stdin) into a new version of `dest`, committed through `batch`.
@@ -360,6 +376,19 @@ Status PutOne(CommandEnv& env, Volume& vol, int fd, const std::string& local,
     if (n < buf.size()) break;
   }
   return batch.Add(std::move(writer));
+}
+
+// PutOne for a plan item: stdin, or the local file, opened here.
+Status PutFile(CommandEnv& env, Volume& vol, const PutItem& item, bool md5_etag, PutBatch& batch,
+               ProgressBar& bar, std::vector<uint8_t>& buf) {
+  if (item.local == "-") {
+    return PutOne(env, vol, env.in_fd(), "stdin", std::nullopt, item.dest, item.mode, md5_etag,
+                  batch, bar, buf);
+  }
+  Fd fd(::open(item.local.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) return ErrnoToStatus(errno, "opening " + item.local);
+  return PutOne(env, vol, fd.get(), item.local, item.size, item.dest, item.mode, md5_etag, batch,
+                bar, buf);
 }
 
 Status PutSymlink(Volume& vol, const RequestContext& ctx, const PutItem& item) {
@@ -450,15 +479,17 @@ int RunPut(CommandEnv& env, const PutArgs& args) {
 
   ProgressBar bar(env.err(), env.progress_allowed(), total_bytes, total_files);
   PutBatch batch(env, vol, args.verbose, bar);
-  std::vector<uint8_t> buf(kPieceSize);
+  auto fail = [&](const PutItem& item, const Status& s) {
+    (void)batch.Flush();  // files fully written before the failure are kept, as before it
+    bar.Finish();
+    std::string what = "put ";
+    what += item.local.empty() ? dest : item.local + " -> " + item.dest;
+    return env.Fail(what, s);
+  };
+  // Directories (each before its contents), symlinks and what is skipped, in plan order.
+  std::vector<const PutItem*> files;
   for (const PutItem& item : plan) {
     Status s;
-    // Directories and symlinks commit on their own; files queued before them go first.
-    if (item.kind != LocalKind::kFile) s = batch.Flush();
-    if (!s.ok()) {
-      bar.Finish();
-      return env.Fail("put " + dest, s);
-    }
     switch (item.kind) {
       case LocalKind::kDirectory:
         s = EnsureDir(vol, env.ctx(), item.dest, 0755);
@@ -469,30 +500,46 @@ int RunPut(CommandEnv& env, const PutArgs& args) {
       case LocalKind::kOther:
         env.Warn("skipping " + item.local + ": not a regular file, directory or symlink");
         break;
-      case LocalKind::kFile: {
-        if (item.local == "-") {
-          s = PutOne(env, vol, env.in_fd(), "stdin", std::nullopt, item.dest, item.mode,
-                     args.md5_etag, batch, bar, buf);
-          break;
-        }
-        Fd fd(::open(item.local.c_str(), O_RDONLY | O_CLOEXEC));
-        if (fd.get() < 0) {
-          s = ErrnoToStatus(errno, "opening " + item.local);
-          break;
-        }
-        s = PutOne(env, vol, fd.get(), item.local, item.size, item.dest, item.mode, args.md5_etag,
-                   batch, bar, buf);
+      case LocalKind::kFile:
+        files.push_back(&item);
         break;
+    }
+    if (!s.ok()) return fail(item, s);
+  }
+
+  // Then the files, by up to --jobs threads at once: reading, cutting and hashing one file
+  // is one core's work (SHA-256 and the cut finder are sequential per stream), and while a
+  // group of small files waits for its sync the other threads read on.
+  std::atomic<size_t> next{0};
+  std::mutex failure_mu;
+  const PutItem* failed = nullptr;  // GUARDED_BY(failure_mu)
+  Status failure;                   // GUARDED_BY(failure_mu)
+  auto put_files = [&] {
+    std::vector<uint8_t> buf(kPieceSize);
+    for (;;) {
+      {
+        std::lock_guard lock(failure_mu);
+        if (failed != nullptr) return;
+      }
+      const size_t i = next.fetch_add(1);
+      if (i >= files.size()) return;
+      Status s = PutFile(env, vol, *files[i], args.md5_etag, batch, bar, buf);
+      if (!s.ok()) {
+        std::lock_guard lock(failure_mu);
+        if (failed == nullptr) {
+          failed = files[i];
+          failure = s;
+        }
+        return;
       }
     }
-    if (!s.ok()) {
-      (void)batch.Flush();  // files fully written before the failure are kept, as before it
-      bar.Finish();
-      std::string what = "put ";
-      what += item.local.empty() ? dest : item.local + " -> " + item.dest;
-      return env.Fail(what, s);
-    }
-  }
+  };
+  std::vector<std::thread> helpers;
+  const size_t jobs = std::clamp<size_t>(files.size(), 1, args.jobs);
+  for (size_t j = 1; j < jobs; ++j) helpers.emplace_back(put_files);
+  put_files();
+  for (std::thread& t : helpers) t.join();
+  if (failed != nullptr) return fail(*failed, failure);
   Status flushed = batch.Flush();
   bar.Finish();
   if (!flushed.ok()) return env.Fail("put " + dest, flushed);

@@ -75,6 +75,7 @@ struct PutArgs {
   std::vector<std::string> paths;  // SRC... DEST
   bool verbose = false;
   bool md5_etag = false;  // every file's ETag is its MD5, however large
+  size_t jobs = 1;        // files put at once
 };
 struct GetArgs {
   std::string src;

@@ -19,23 +19,26 @@ ProgressBar::ProgressBar(FILE* out, bool enabled, uint64_t total_bytes, uint64_t
       last_draw_(start_) {}
 
 void ProgressBar::AddBytes(uint64_t n) {
+  std::lock_guard lock(mu_);
   bytes_ += n;
-  Draw(false);
+  DrawLocked(false);
 }
 
 void ProgressBar::FileDone() {
+  std::lock_guard lock(mu_);
   ++files_;
-  Draw(false);
+  DrawLocked(false);
 }
 
 void ProgressBar::Finish() {
+  std::lock_guard lock(mu_);
   if (finished_) return;
-  Draw(true);
+  DrawLocked(true);
   if (enabled_) std::fputc('\n', out_);
   finished_ = true;
 }
 
-void ProgressBar::Draw(bool force) {
+void ProgressBar::DrawLocked(bool force) {
   if (!enabled_ || finished_) return;
   auto now = std::chrono::steady_clock::now();
   if (!force && now - last_draw_ < kRedrawInterval) return;

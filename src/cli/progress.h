@@ -1,11 +1,12 @@
 // ProgressBar: a one-line transfer meter (bytes, rate, files) redrawn in place on a terminal.
 // Disabled bars do nothing, so callers need no branches; `weft put` enables it only when
-// stderr is a TTY and --quiet is off. Not thread-safe: one transfer loop owns it.
+// stderr is a TTY and --quiet is off. Thread-safe: the threads of one transfer share it.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <mutex>
 #include <string>
 
 namespace weft::cli {
@@ -21,8 +22,9 @@ class ProgressBar {
   void Finish();
 
  private:
-  void Draw(bool force);
+  void DrawLocked(bool force);
 
+  std::mutex mu_;  // guards everything below
   FILE* out_;
   bool enabled_;
   uint64_t total_bytes_;

@@ -256,6 +256,33 @@ class BadInputTest(WeftTestCase):
         self.assertFalse(os.path.exists(self.data), "--help must not create the data directory")
         self.assertRegex(self.weft("--version").stdout.decode(), r"^weft \d+\.\d+\.\d+")
 
+    def test_parallel_put_commits_each_file_once_and_stops_at_a_read_error(self):
+        src = self.generate("src", kind="images", size=6 * MIB)
+        self.write_file("src/large/a.bin", incompressible("pa", 17 * MIB))  # commits alone
+        self.write_file("src/large/b.bin", incompressible("pb", 3 * MIB))  # chunk pipeline
+        proc = self.weft("put", "-v", "-j", "4", src, "/ds")
+        lines = proc.stdout.decode().splitlines()
+        committed = [line.split()[1] for line in lines if line.startswith("committed ")]
+        want = sorted("/ds/" + rel for rel in tree_digests(src))
+        self.assertEqual(sorted(committed), want)  # each file once, none missing
+        self.weft("get", "/ds", self.path("out"))
+        self.assertEqual(tree_digests(src), tree_digests(self.path("out")))
+
+        # A source that cannot be read (reading /proc/self/mem at 0 is EIO) stops the put with
+        # one clear line; whatever was reported committed is there, whole.
+        goods = [self.write_file(f"more/f{i}.bin", incompressible(f"m{i}", 200_000 + i))
+                 for i in range(12)]
+        proc = self.weft("put", "-v", "-j", "3", *goods, "/proc/self/mem", "/more",
+                         check=False)
+        self.assert_one_line_error(proc, "/proc/self/mem")
+        reported = [line.split()[1] for line in proc.stdout.decode().splitlines()]
+        for path in reported:
+            name = path.rsplit("/", 1)[1]
+            self.assertEqual(self.weft("cat", path).stdout, read_bytes(self.path("more/" + name)))
+        listed = {e["name"] for e in self.weft_json("ls", "/more")}
+        self.assertNotIn("mem", listed)
+        self.assertEqual(listed, {p.rsplit("/", 1)[1] for p in reported})
+
     def test_missing_local_source(self):
         proc = self.weft("put", self.path("does-not-exist"), "/x", check=False)
         self.assert_one_line_error(proc, "does-not-exist")

@@ -56,12 +56,15 @@ class KilledPut:
 
 
 class CrashTest(WeftTestCase):
-    def make_tree(self, rnd, files=40):
+    FILES = 300  # more than `weft put` commits in one group (256), so a put makes several
+
+    def make_tree(self, rnd):
         """About 20 MB of fresh content per round, so every round writes new packs."""
         rng = random.Random(rnd)
         root = self.path(f"tree-{rnd}")
-        for i in range(files):
-            size = rng.choice([0, 1, 4096, 70_000, 300_000, 1_100_000, 2_500_000])
+        for i in range(self.FILES):
+            sizes = [1_100_000, 2_500_000] if i % 30 == 0 else [0, 1, 4096, 20_000, 70_000]
+            size = rng.choice(sizes)
             self.write_file(f"tree-{rnd}/d{i % 4}/f{i:03d}.bin",
                             incompressible(f"{rnd}/{i}", size))
         return root
@@ -118,9 +121,10 @@ class CrashTest(WeftTestCase):
             lines = put.kill()
             acknowledged.append(self.check_round(rnd, src, dest, lines, rng))
             shutil.rmtree(src)
-        print(f"\nfiles acknowledged before each kill (of 40): {acknowledged}", file=sys.stderr)
+        print(f"\nfiles acknowledged before each kill (of {self.FILES}): {acknowledged}",
+              file=sys.stderr)
         self.assertGreater(sum(acknowledged), 0, "no round got as far as one commit")
-        self.assertTrue(any(0 < n < 40 for n in acknowledged), "no kill landed mid-put")
+        self.assertTrue(any(0 < n < self.FILES for n in acknowledged), "no kill landed mid-put")
 
     def weft_get(self, path):
         out = self.path("get-" + path.strip("/").replace("/", "_"))

@@ -74,6 +74,13 @@ class PutGetTest(WeftTestCase):
         self.assertEqual(out, data[1000:6000])
         out = self.weft("cat", "--offset", str(len(data) - 10), "/streams/in.bin").stdout
         self.assertEqual(out, data[-10:])
+        # Ranges that start and end inside chunks, on 1 MiB pieces, past the end, or empty.
+        for off, n in [(0, 1), (MIB - 1, 2), (MIB, MIB), (3 * MIB + 17, 2 * MIB + 5),
+                       (len(data) - 1, 100), (len(data), 10), (len(data) + 5, 1), (12345, 0),
+                       (5 * MIB - 3, 1)]:
+            out = self.weft("cat", "--offset", str(off), "--length", str(n),
+                            "/streams/in.bin").stdout
+            self.assertEqual(out, data[off:off + n], (off, n))
         # get to stdout.
         self.assertEqual(self.weft("get", "/streams/in.bin", "-").stdout, data)
 

@@ -180,6 +180,11 @@ StreamSplitter::StreamSplitter(const ChunkerOptions& options,
       capacity_(2 * static_cast<size_t>(std::max<uint32_t>(options.max_size, 1)) + kTarBlock),
       tar_state_(options.tar_aware ? TarState::kUnknown : TarState::kOff) {}
 
+// The most of one write cut in place at a time: bounds forced_cuts_ (a tar of tiny members
+// has a cut every 512 bytes) while each slice's carried end (under max_size) stays a small
+// fraction of it.
+constexpr size_t kInPlaceSlice = 8 << 20;
+
 StreamSplitter::Window StreamSplitter::Buffered() const {
   return {AsBytes(std::string_view(buf_)), buf_start_};
 }
@@ -193,12 +198,16 @@ Status StreamSplitter::Write(ByteSpan data) {
   while (!data.empty()) {
     if (emitted_ == buf_start_ + buf_.size() && tar_state_ != TarState::kUnknown) {
       // Nothing carried over: cut the caller's bytes where they lie, and keep a copy of only
-      // the undecided end. This is the path almost every byte of a large write takes.
-      error_ = Cut({data, start}, /*at_eof=*/false);
+      // the undecided end. This is the path almost every byte of a large write takes. A huge
+      // write goes in slices, so that the tar cuts queued ahead stay few.
+      const ByteSpan slice = data.first(std::min(data.size(), kInPlaceSlice));
+      error_ = Cut({slice, start}, /*at_eof=*/false);
       if (!error_.ok()) return error_;
-      buf_.assign(AsChars(data.subspan(emitted_ - start)));
+      buf_.assign(AsChars(slice.subspan(emitted_ - start)));
       buf_start_ = emitted_;
-      return OkStatus();
+      data = data.subspan(slice.size());
+      start += slice.size();
+      continue;
     }
     // Bytes carried over (or the first tar block not seen yet): append what their chunk needs
     // to be decided; once it is emitted, the rest of `data` goes the way above.

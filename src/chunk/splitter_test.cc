@@ -228,18 +228,25 @@ TEST(StreamSplitterTest, EmptyAndTinyStreams) {
 }
 
 TEST(StreamSplitterTest, SinkErrorStopsTheStream) {
-  int calls = 0;
-  StreamSplitter splitter(SmallOptions(), [&](ByteSpan) {
-    ++calls;
-    return ResourceExhausted("disk full");
-  });
-  const std::string data = RandomBytes(1 << 20, 7);
-  Status s = splitter.Write(AsBytes(data));
-  EXPECT_EQ(s.code(), StatusCode::kResourceExhausted);
-  EXPECT_EQ(calls, 1);
-  EXPECT_EQ(splitter.Write(AsBytes(data)).code(), StatusCode::kResourceExhausted);
-  EXPECT_EQ(splitter.Finish().code(), StatusCode::kResourceExhausted);
-  EXPECT_EQ(calls, 1);
+  // Not tar-aware, the first write is cut in place; tar-aware, it is buffered until its first
+  // 512 bytes are seen.
+  for (bool tar_aware : {false, true}) {
+    SCOPED_TRACE(tar_aware ? "tar-aware" : "not tar-aware");
+    ChunkerOptions o = SmallOptions();
+    o.tar_aware = tar_aware;
+    int calls = 0;
+    StreamSplitter splitter(o, [&](ByteSpan) {
+      ++calls;
+      return ResourceExhausted("disk full");
+    });
+    const std::string data = RandomBytes(1 << 20, 7);
+    Status s = splitter.Write(AsBytes(data));
+    EXPECT_EQ(s.code(), StatusCode::kResourceExhausted);
+    EXPECT_EQ(calls, 1);
+    EXPECT_EQ(splitter.Write(AsBytes(data)).code(), StatusCode::kResourceExhausted);
+    EXPECT_EQ(splitter.Finish().code(), StatusCode::kResourceExhausted);
+    EXPECT_EQ(calls, 1);
+  }
 }
 
 TEST(StreamSplitterTest, WriteAfterFinishFails) {
@@ -341,6 +348,38 @@ TEST(StreamSplitterTarTest, MemberHeadersAndDataStartsAreCuts) {
   for (uint32_t seed = 1; seed <= 5; ++seed) {
     EXPECT_EQ(SplitInRandomPieces(tar.bytes, SmallOptions(), seed), Boundaries(chunks));
   }
+}
+
+// A write larger than the splitter cuts in place at once (8 MiB) gives the same chunks, tar
+// or not; and a tar of tiny members in one write is cut like its pieces.
+TEST(StreamSplitterTarTest, WritesLargerThanASliceCutTheSame) {
+  const std::string random = RandomBytes(20 << 20, 21);
+  EXPECT_EQ(Boundaries(Split(random, ChunkerOptions())),
+            Boundaries(Split(random, ChunkerOptions(), 1 << 20)));
+  std::vector<Member> tiny;
+  for (int i = 0; i < 12000; ++i) tiny.push_back({"m" + std::to_string(i), "x"});
+  const Tar tar = BuildTar(tiny);
+  ASSERT_GT(tar.bytes.size(), 8u << 20);
+  const std::vector<Chunk> whole = Split(tar.bytes, SmallOptions());
+  EXPECT_EQ(Boundaries(whole), Boundaries(Split(tar.bytes, SmallOptions(), 1 << 20)));
+  for (uint64_t h : {tar.header_offsets[1], tar.header_offsets[9000]}) {
+    EXPECT_TRUE(IsBoundary(whole, h)) << h;
+  }
+}
+
+// The chunk format: these inputs must keep these cut points (any change to them changes
+// every chunk id, and a new version would no longer dedup against data stored before). The
+// digests were taken with the splitter of d8bb8c4, which copied every byte before cutting.
+TEST(StreamSplitterTarTest, CutPointsAreThoseOfTheChunkFormat) {
+  auto digest = [](const std::vector<Chunk>& chunks) {
+    std::string joined;
+    for (const Chunk& c : chunks) joined += std::to_string(c.offset) + ",";
+    return ChunkId::Of(AsBytes(joined)).ToHex().substr(0, 16);
+  };
+  const std::string random = RandomBytes(6 << 20, 23);
+  EXPECT_EQ(digest(Split(random, ChunkerOptions(), 100000)), "9893835a7813f229");
+  const Tar tar = BuildTar(SampleMembers());
+  EXPECT_EQ(digest(Split(tar.bytes, SmallOptions(), 4096)), "9d2e8c38b3c169c1");
 }
 
 TEST(StreamSplitterTarTest, ResizingOneMemberKeepsEveryOtherMembersChunks) {

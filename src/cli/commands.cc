@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 #include <span>
 #include <thread>
+#include <unordered_map>
 #include <utility>
 
 #include "base/bytes.h"
@@ -390,21 +391,35 @@ class PutBatch {
   uint64_t bytes_ = 0;                                // GUARDED_BY(mu_)
 };
 
-// Streams one local file (or stdin) into a new version of `dest`, committed through `batch`.
+// What the threads of one put share.
+struct PutShared {
+  CommandEnv& env;
+  Volume& vol;
+  bool md5_etag;
+  PutBatch& batch;
+  ProgressBar& bar;
+  std::atomic<bool> stop{false};  // a file failed: the others abandon the files they are reading
+};
+
+// Streams one local file (or stdin) into a new version of `dest`, committed through the batch.
 // `size`: what stat said, if known (not for stdin).
-Status PutOne(CommandEnv& env, Volume& vol, int fd, const std::string& local,
-              std::optional<uint64_t> size, const std::string& dest, uint32_t mode, bool md5_etag,
-              PutBatch& batch, ProgressBar& bar, std::vector<uint8_t>& buf) {
+Status PutOne(PutShared& put, int fd, const std::string& local, std::optional<uint64_t> size,
+              const std::string& dest, uint32_t mode, std::vector<uint8_t>& buf) {
   WriteOptions wo;
   wo.mode = mode & 07777;
   wo.create_parents = true;
   // As `aws s3 cp` uploads files from 8 MiB on in parts, whose ETag is no MD5, so a file put
   // here gets a chunk ETag from that size on: its MD5 would be a second pass over every byte,
   // the most costly step of ingest after the disk.
-  if (!md5_etag) wo.md5_etag_limit = kMd5EtagLimit;
+  if (!put.md5_etag) wo.md5_etag_limit = kMd5EtagLimit;
   wo.expected_size = size;
-  WEFT_ASSIGN_OR_RETURN(std::unique_ptr<FileWriter> writer, vol.OpenWriter(env.ctx(), dest, wo));
+  WEFT_ASSIGN_OR_RETURN(std::unique_ptr<FileWriter> writer,
+                        put.vol.OpenWriter(put.env.ctx(), dest, wo));
   for (;;) {
+    if (put.stop.load(std::memory_order_relaxed)) {
+      writer->Abort();
+      return Aborted(local + ": abandoned after another file failed");
+    }
     WEFT_ASSIGN_OR_RETURN(size_t n, ReadFull(fd, buf.data(), buf.size(), local));
     if (n > 0) {
       Status s = writer->Write(ByteSpan(buf.data(), n));
@@ -412,24 +427,34 @@ Status PutOne(CommandEnv& env, Volume& vol, int fd, const std::string& local,
         writer->Abort();
         return s;
       }
-      bar.AddBytes(n);
+      put.bar.AddBytes(n);
     }
     if (n < buf.size()) break;
   }
-  return batch.Add(std::move(writer));
+  return put.batch.Add(std::move(writer));
 }
 
 // PutOne for a plan item: stdin, or the local file, opened here.
-Status PutFile(CommandEnv& env, Volume& vol, const PutItem& item, bool md5_etag, PutBatch& batch,
-               ProgressBar& bar, std::vector<uint8_t>& buf) {
+Status PutFile(PutShared& put, const PutItem& item, std::vector<uint8_t>& buf) {
   if (item.local == "-") {
-    return PutOne(env, vol, env.in_fd(), "stdin", std::nullopt, item.dest, item.mode, md5_etag,
-                  batch, bar, buf);
+    return PutOne(put, put.env.in_fd(), "stdin", std::nullopt, item.dest, item.mode, buf);
   }
   Fd fd(::open(item.local.c_str(), O_RDONLY | O_CLOEXEC));
   if (fd.get() < 0) return ErrnoToStatus(errno, "opening " + item.local);
-  return PutOne(env, vol, fd.get(), item.local, item.size, item.dest, item.mode, md5_etag, batch,
-                bar, buf);
+  return PutOne(put, fd.get(), item.local, item.size, item.dest, item.mode, buf);
+}
+
+// Keeps, of files planned for the same destination (`put x/f y/f /d/`, or two trees merged
+// into one), the last, as one thread copying them in order would leave it.
+void DropOverwrittenFiles(std::vector<const PutItem*>* files) {
+  std::unordered_map<std::string_view, size_t> last;
+  for (size_t i = 0; i < files->size(); ++i) last[(*files)[i]->dest] = i;
+  if (last.size() == files->size()) return;
+  std::vector<const PutItem*> kept;
+  for (size_t i = 0; i < files->size(); ++i) {
+    if (last[(*files)[i]->dest] == i) kept.push_back((*files)[i]);
+  }
+  *files = std::move(kept);
 }
 
 Status PutSymlink(Volume& vol, const RequestContext& ctx, const PutItem& item) {
@@ -520,11 +545,12 @@ int RunPut(CommandEnv& env, const PutArgs& args) {
 
   ProgressBar bar(env.err(), env.progress_allowed(), total_bytes, total_files);
   PutBatch batch(env, vol, args.verbose, bar);
-  auto fail = [&](const PutItem& item, const Status& s) {
+  // `item`: what failed, if one item did.
+  auto fail = [&](const PutItem* item, const Status& s) {
     (void)batch.Flush();  // files fully written before the failure are kept, as before it
     bar.Finish();
     std::string what = "put ";
-    what += item.local.empty() ? dest : item.local + " -> " + item.dest;
+    what += item == nullptr || item->local.empty() ? dest : item->local + " -> " + item->dest;
     return env.Fail(what, s);
   };
   // Directories (each before its contents), symlinks and what is skipped, in plan order.
@@ -545,42 +571,49 @@ int RunPut(CommandEnv& env, const PutArgs& args) {
         files.push_back(&item);
         break;
     }
-    if (!s.ok()) return fail(item, s);
+    if (!s.ok()) return fail(&item, s);
   }
 
   // Then the files, by up to --jobs threads at once: reading, cutting and hashing one file
   // is one core's work (SHA-256 and the cut finder are sequential per stream), and while a
   // group of small files waits for its sync the other threads read on.
+  DropOverwrittenFiles(&files);
+  PutShared put{env, vol, args.md5_etag, batch, bar};
   std::atomic<size_t> next{0};
   std::mutex failure_mu;
-  const PutItem* failed = nullptr;  // GUARDED_BY(failure_mu)
-  Status failure;                   // GUARDED_BY(failure_mu)
+  Status failure;                   // GUARDED_BY(failure_mu): the first
+  const PutItem* failed = nullptr;  // GUARDED_BY(failure_mu): its file, if known
+  auto fail_with = [&](const PutItem* item, Status s) {
+    std::lock_guard lock(failure_mu);
+    if (failure.ok()) {
+      failed = item;
+      failure = std::move(s);
+    }
+    put.stop = true;
+  };
   auto put_files = [&] {
-    std::vector<uint8_t> buf(kPieceSize);
-    for (;;) {
-      {
-        std::lock_guard lock(failure_mu);
-        if (failed != nullptr) return;
+    const PutItem* item = nullptr;
+    try {
+      std::vector<uint8_t> buf(kPieceSize);
+      while (!put.stop) {
+        const size_t i = next.fetch_add(1);
+        if (i >= files.size()) return;
+        item = files[i];
+        Status s = PutFile(put, *item, buf);
+        // Files abandoned because another failed are not the failure.
+        if (!s.ok() && !put.stop) fail_with(item, std::move(s));
       }
-      const size_t i = next.fetch_add(1);
-      if (i >= files.size()) return;
-      Status s = PutFile(env, vol, *files[i], args.md5_etag, batch, bar, buf);
-      if (!s.ok()) {
-        std::lock_guard lock(failure_mu);
-        if (failed == nullptr) {
-          failed = files[i];
-          failure = s;
-        }
-        return;
-      }
+    } catch (const std::exception& e) {  // bad_alloc, say: on a helper thread, not fatal
+      fail_with(item, Internal(e.what()));
     }
   };
-  std::vector<std::thread> helpers;
-  const size_t jobs = std::clamp<size_t>(files.size(), 1, args.jobs);
-  for (size_t j = 1; j < jobs; ++j) helpers.emplace_back(put_files);
-  put_files();
-  for (std::thread& t : helpers) t.join();
-  if (failed != nullptr) return fail(*failed, failure);
+  {
+    std::vector<std::jthread> helpers;  // joined when this scope ends, whatever happens
+    const size_t jobs = std::clamp<size_t>(files.size(), 1, args.jobs);
+    for (size_t j = 1; j < jobs; ++j) helpers.emplace_back(put_files);
+    put_files();
+  }
+  if (!failure.ok()) return fail(failed, failure);
   Status flushed = batch.Flush();
   bar.Finish();
   if (!flushed.ok()) return env.Fail("put " + dest, flushed);

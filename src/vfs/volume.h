@@ -122,8 +122,8 @@ struct WriteOptions {
   // The size the caller is about to write, if it knows (a local file's stat). With
   // md5_etag_limit, an expected size over the limit decides for the chunk ETag from the first
   // byte: nothing is hashed for an MD5 that would be dropped, and a large file's chunks go to
-  // the store's pipeline at once. The ETag then follows the expectation even if the writes
-  // end up shorter (the file shrank while it was read).
+  // the store's pipeline from its second MiB on, not only past the limit. The ETag then
+  // follows the expectation even if the writes end up shorter (the file shrank while read).
   std::optional<uint64_t> expected_size;
 };
 

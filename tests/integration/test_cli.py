@@ -276,19 +276,27 @@ class BadInputTest(WeftTestCase):
         self.assertEqual(tree_digests(src), tree_digests(self.path("out")))
 
         # A source that cannot be read (reading /proc/self/mem at 0 is EIO) stops the put with
-        # one clear line; whatever was reported committed is there, whole.
-        goods = [self.write_file(f"more/f{i}.bin", incompressible(f"m{i}", 200_000 + i))
-                 for i in range(12)]
-        proc = self.weft("put", "-v", "-j", "3", *goods, "/proc/self/mem", "/more",
+        # one clear line: the other threads take no new file, abandon the ones they are
+        # reading, and whatever was reported committed is there, whole.
+        goods = [self.write_file(f"more/f{i:02d}.bin", incompressible(f"m{i}", 200_000 + i))
+                 for i in range(40)]
+        proc = self.weft("put", "-v", "-j", "3", "/proc/self/mem", *goods, "/more",
                          check=False)
         self.assert_one_line_error(proc, "/proc/self/mem")
         reported = [line.split()[1] for line in proc.stdout.decode().splitlines()]
+        self.assertLess(len(reported), len(goods) // 2, "the put went on after the failure")
         for path in reported:
             name = path.rsplit("/", 1)[1]
             self.assertEqual(self.weft("cat", path).stdout, read_bytes(self.path("more/" + name)))
-        listed = {e["name"] for e in self.weft_json("ls", "/more")}
+        listed = {e["name"] for e in self.weft_json("ls", "/more")} if reported else set()
         self.assertNotIn("mem", listed)
         self.assertEqual(listed, {p.rsplit("/", 1)[1] for p in reported})
+
+        # Two sources for one destination: the last named wins, as with cp.
+        x = self.write_file("x/same.bin", b"from x")
+        y = self.write_file("y/same.bin", b"from y")
+        self.weft("put", "-j", "4", x, y, "/dup/")
+        self.assertEqual(self.weft("cat", "/dup/same.bin").stdout, b"from y")
 
     def test_missing_local_source(self):
         proc = self.weft("put", self.path("does-not-exist"), "/x", check=False)

@@ -7,7 +7,10 @@
 
 namespace weft {
 
-void PrefaultCapacity(std::string& buffer) {
+void ReserveMapped(std::string& buffer, size_t capacity) {
+  const size_t had = buffer.capacity();
+  buffer.reserve(capacity);
+  if (buffer.capacity() == had) return;  // the memory was there (and mapped) already
   static const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
   const auto begin = reinterpret_cast<uintptr_t>(buffer.data());
   const uintptr_t end = begin + buffer.capacity();

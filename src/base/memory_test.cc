@@ -14,20 +14,23 @@ long ResidentPages() {
   return resident;
 }
 
-// A fresh 16 MiB reservation is not resident until written; prefaulting maps it at once and
-// leaves the content alone.
-TEST(MemoryTest, PrefaultCapacityMapsTheWholeBuffer) {
+// A fresh 16 MiB reservation is resident at once, and the content is left alone; a
+// reservation the buffer already has changes nothing.
+TEST(MemoryTest, ReserveMappedMapsTheWholeNewBuffer) {
   std::string buffer = "kept";
-  buffer.reserve(16 << 20);
   const long before = ResidentPages();
-  PrefaultCapacity(buffer);
+  ReserveMapped(buffer, 16 << 20);
   const long after = ResidentPages();
   if (before == 0) GTEST_SKIP() << "no /proc/self/statm";
   EXPECT_GE(after - before, (12 << 20) / 4096) << before << " -> " << after;
   EXPECT_EQ(buffer, "kept");
-  std::string empty;
-  PrefaultCapacity(empty);  // smaller than a page: nothing to do
-  EXPECT_TRUE(empty.empty());
+  EXPECT_GE(buffer.capacity(), 16u << 20);
+  const char* data = buffer.data();
+  ReserveMapped(buffer, 1 << 20);
+  EXPECT_EQ(buffer.data(), data);
+  std::string small;
+  ReserveMapped(small, 100);  // less than a page: nothing to map
+  EXPECT_GE(small.capacity(), 100u);
 }
 
 }  // namespace

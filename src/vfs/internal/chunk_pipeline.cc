@@ -5,8 +5,7 @@
 namespace weft {
 
 ChunkPipeline::ChunkPipeline(Store store) : store_(std::move(store)), thread_([this] { Run(); }) {
-  filling_.bytes.reserve(kBatchBytes + (1 << 20));
-  PrefaultCapacity(filling_.bytes);
+  ReserveMapped(filling_.bytes, kBatchBytes + (1 << 20));
 }
 
 ChunkPipeline::~ChunkPipeline() {
@@ -45,9 +44,7 @@ void ChunkPipeline::Submit() {
   // hashes the next batch.
   filling_.hashed = queue_.size() >= 2;
   lock.unlock();
-  const size_t had = filling_.bytes.capacity();
-  filling_.bytes.reserve(kBatchBytes + (1 << 20));
-  if (filling_.bytes.capacity() != had) PrefaultCapacity(filling_.bytes);  // a new batch
+  ReserveMapped(filling_.bytes, kBatchBytes + (1 << 20));  // a new batch unless a spare
   cv_.notify_all();
 }
 

@@ -183,7 +183,6 @@ ReadOptions SnapshotRead(const std::optional<std::string>& snapshot) {
   return ro;
 }
 
-// Copies [offset, offset+length) of an open reader to a local fd in pieces.
 // Writes all of `pieces` to fd, however many calls it takes.
 Status WritevFull(int fd, std::vector<struct iovec> pieces, const std::string& what) {
   size_t next = 0;
@@ -237,16 +236,8 @@ Status CopyOut(FileReader& reader, uint64_t offset, uint64_t length, int fd,
     } while (last < chunks.size() && last_end < end &&
              last_end + chunks[last].length - first_start <= kPieceSize);
     WEFT_RETURN_IF_ERROR(
-        reader.LendChunks(first, last, [&](std::span<const std::string_view> views) -> Status {
-          std::vector<struct iovec> pieces;
-          uint64_t at = first_start;
-          for (std::string_view v : views) {
-            const uint64_t b = std::max(at, pos);
-            const uint64_t e = std::min(at + v.size(), end);
-            if (b < e) pieces.push_back({const_cast<char*>(v.data()) + (b - at), e - b});
-            at += v.size();
-          }
-          return WritevFull(fd, std::move(pieces), what);
+        reader.LendChunks(first, last, [&](std::span<const std::string_view> views) {
+          return WritevFull(fd, SlicesInRange(views, first_start, pos, end), what);
         }));
     pos = std::min(last_end, end);
     first = last;

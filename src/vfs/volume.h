@@ -6,11 +6,15 @@
 // decorator can check and audit it without changing this API. Implementations are thread-safe.
 #pragma once
 
+#include <sys/uio.h>
+
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -212,6 +216,22 @@ class FileReader {
     return out;
   }
 };
+
+// The bytes of file range [begin, end) that lie in `chunks`, consecutive chunks of which the
+// first starts at file offset `start`: slices of the chunks themselves, for a writev or a
+// FUSE reply of what LendChunks or ReadChunks handed over.
+inline std::vector<struct iovec> SlicesInRange(std::span<const std::string_view> chunks,
+                                               uint64_t start, uint64_t begin, uint64_t end) {
+  std::vector<struct iovec> slices;
+  slices.reserve(chunks.size());
+  for (std::string_view c : chunks) {
+    const uint64_t from = std::max(start, begin);
+    const uint64_t to = std::min(start + c.size(), end);
+    if (from < to) slices.push_back({const_cast<char*>(c.data()) + (from - start), to - from});
+    start += c.size();
+  }
+  return slices;
+}
 
 struct SetAttrRequest {
   std::optional<uint32_t> mode;

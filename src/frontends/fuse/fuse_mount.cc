@@ -1113,14 +1113,7 @@ class FuseMountImpl final : public FuseMount {
     const size_t first = std::upper_bound(ends.begin(), ends.end(), off) - ends.begin();
     const size_t last = std::lower_bound(ends.begin(), ends.end(), end) - ends.begin() + 1;
     auto reply = [&](std::span<const std::string_view> chunks) {
-      std::vector<iovec> iov;
-      iov.reserve(chunks.size());
-      for (size_t i = first; i < last; ++i) {
-        const uint64_t start = i == 0 ? 0 : ends[i - 1];
-        const uint64_t from = std::max(off, start) - start;
-        const uint64_t to = std::min(end, ends[i]) - start;
-        iov.push_back({const_cast<char*>(chunks[i - first].data()) + from, to - from});
-      }
+      std::vector<iovec> iov = SlicesInRange(chunks, first == 0 ? 0 : ends[first - 1], off, end);
       fuse_reply_iov(req, iov.data(), static_cast<int>(iov.size()));
     };
     if (reuse == Reuse::kUnlikely) {

@@ -6,6 +6,7 @@ import json
 import os
 import pty
 import subprocess
+import time
 import unittest
 
 from weftlib import MIB, WeftTestCase, incompressible, read_bytes, tree_digests
@@ -291,6 +292,27 @@ class BadInputTest(WeftTestCase):
         listed = {e["name"] for e in self.weft_json("ls", "/more")} if reported else set()
         self.assertNotIn("mem", listed)
         self.assertEqual(listed, {p.rsplit("/", 1)[1] for p in reported})
+
+        # A file being read when another fails is abandoned, not committed: a FIFO blocks its
+        # thread with 1.5 MiB sent, /proc/self/mem fails meanwhile, then the FIFO is finished.
+        fifo = self.path("slow.fifo")
+        os.mkfifo(fifo)
+        proc = subprocess.Popen([self.bin, "--data", self.data, "put", "-v", "-j", "2", fifo,
+                                 "/proc/self/mem", "/abandoned"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        with open(fifo, "wb", buffering=0) as w:
+            w.write(incompressible("fifo", 3 * MIB // 2))
+            w.flush()
+            time.sleep(1)  # the other thread fails within milliseconds
+            try:
+                w.write(incompressible("fifo2", 3 * MIB))
+            except BrokenPipeError:
+                pass  # the reader gave up first
+        out, err = proc.communicate(timeout=60)
+        self.assertEqual(proc.returncode, 1, err)
+        self.assertIn(b"/proc/self/mem", err)
+        self.assertEqual(out, b"")
+        self.assertNotIn("slow.fifo", {e["name"] for e in self.weft_json("ls", "/abandoned")})
 
         # Two sources for one destination: the last named wins, as with cp.
         x = self.write_file("x/same.bin", b"from x")

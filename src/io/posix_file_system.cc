@@ -14,9 +14,11 @@
 namespace weft {
 namespace {
 
-// Small appends (index records, log entries) are gathered into one write(2) of up to this many
-// bytes; appends at least this large bypass the buffer so packs are not copied twice.
+// Small appends (index records, log entries) are gathered into one write(2) of up to
+// kBufferSize bytes. Appends of kWriteThrough or more are written as they are: a pack's
+// hand-offs (~1 MiB, less at a sync) would otherwise be copied twice, into fresh pages.
 constexpr size_t kBufferSize = 1 << 20;
+constexpr size_t kWriteThrough = 64 << 10;
 
 Status PosixError(std::string_view op, const std::string& path) {
   std::string context(op);
@@ -39,15 +41,14 @@ class PosixWritableFile final : public WritableFile {
 
   Status Append(std::string_view data) override {
     WEFT_RETURN_IF_ERROR(CheckWritable("append to"));
-    if (data.size() <= kBufferSize - buffer_.size()) {
+    const bool small = data.size() < kWriteThrough;
+    if (!small || data.size() > kBufferSize - buffer_.size()) {
+      WEFT_RETURN_IF_ERROR(FlushBuffer());
+    }
+    if (small) {
       buffer_.append(data);
     } else {
-      WEFT_RETURN_IF_ERROR(FlushBuffer());
-      if (data.size() < kBufferSize) {
-        buffer_.append(data);
-      } else {
-        WEFT_RETURN_IF_ERROR(WriteAll(data));
-      }
+      WEFT_RETURN_IF_ERROR(WriteAll(data));
     }
     size_ += data.size();
     return OkStatus();

@@ -396,10 +396,7 @@ class LocalFileReader final : public FileReader {
   const std::vector<ChunkRef>& chunks() const override { return manifest_.chunks; }
 
   Result<std::shared_ptr<const std::string>> ReadChunk(size_t index) override {
-    if (index >= manifest_.chunks.size()) {
-      return OutOfRange(info_.path + ": chunk " + std::to_string(index) + " of " +
-                        std::to_string(manifest_.chunks.size()));
-    }
+    WEFT_RETURN_IF_ERROR(CheckChunksExist(index + 1));
     return LoadChunk(index);
   }
 
@@ -407,7 +404,7 @@ class LocalFileReader final : public FileReader {
                                                                      Reuse reuse) override {
     if (reuse == Reuse::kLikely) return FileReader::ReadChunks(first, last, reuse);
     if (first >= last) return std::vector<std::shared_ptr<const std::string>>();
-    if (last > manifest_.chunks.size()) return ReadChunk(last - 1).status();  // its OutOfRange
+    WEFT_RETURN_IF_ERROR(CheckChunksExist(last));
     std::vector<ChunkId> ids;
     ids.reserve(last - first);
     for (size_t i = first; i < last; ++i) ids.push_back(manifest_.chunks[i].id);
@@ -422,7 +419,7 @@ class LocalFileReader final : public FileReader {
 
   Status LendChunks(size_t first, size_t last, const ChunkUser& use) override {
     if (first >= last) return use({});
-    if (last > manifest_.chunks.size()) return ReadChunk(last - 1).status();  // its OutOfRange
+    WEFT_RETURN_IF_ERROR(CheckChunksExist(last));
     std::vector<ChunkId> ids;
     ids.reserve(last - first);
     for (size_t i = first; i < last; ++i) ids.push_back(manifest_.chunks[i].id);
@@ -470,6 +467,13 @@ class LocalFileReader final : public FileReader {
   }
 
  private:
+  // OK when the file has chunks [0, end); else the OutOfRange ReadChunk(end - 1) returns.
+  Status CheckChunksExist(size_t end) const {
+    if (end <= manifest_.chunks.size()) return OkStatus();
+    return OutOfRange(info_.path + ": chunk " + std::to_string(end - 1) + " of " +
+                      std::to_string(manifest_.chunks.size()));
+  }
+
   Result<std::shared_ptr<const std::string>> LoadChunk(size_t idx) {
     {
       std::lock_guard lock(mu_);

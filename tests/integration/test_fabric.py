@@ -245,9 +245,13 @@ class LinkLossTest(FabricTestCase):
 
         writer = threading.Thread(target=keep_writing)
         writer.start()
-        time.sleep(0.5)
-        # (The writer's first object created data/stream/, a change to data/ that dropped what
-        # spoke C had cached there; C reads k again so it has something to be stale about.)
+        # (The writer's first object creates data/stream/, a change to data/ that drops what
+        # spoke C had cached there; once it is acknowledged, C reads k again so it has
+        # something to be stale about. A fixed sleep was too short on a slow build (TSan).)
+        deadline = time.monotonic() + 30
+        while not writer_acked and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.assertTrue(writer_acked, "the writer got no object acknowledged")
         self.assertEqual(self.get(s3_c, "k"), b"before")
         self.wan.link(up=False)
         # The hub's write waits for spoke A's lease to run out (A cannot acknowledge), then
@@ -284,10 +288,14 @@ class LinkLossTest(FabricTestCase):
                 time.sleep(0.2)
         self.assertEqual(value, b"after")
         self.s3_a.put_object(Bucket="data", Key="k2", Body=b"recovered")
-        time.sleep(0.5)
+        # The streaming writer gets acknowledgements again too.
+        recovered_at = len(writer_acked)
+        deadline = time.monotonic() + 30
+        while len(writer_acked) <= recovered_at and time.monotonic() < deadline:
+            time.sleep(0.05)
         stop_writing.set()
         writer.join()
-        self.assertGreater(len(writer_acked), 2)
+        self.assertGreater(len(writer_acked), recovered_at)
         acked.update(writer_acked)
         acked["k2"] = b"recovered"
         acked["k"] = b"after"

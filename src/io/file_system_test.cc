@@ -256,6 +256,17 @@ TEST(PosixFileSystemTest, LargeAppendBypassesBufferAndFailsAtOnce) {
   EXPECT_EQ((*file)->Append(std::string(2 << 20, 'x')).code(), StatusCode::kResourceExhausted);
 }
 
+TEST(PosixFileSystemTest, AppendsFrom64KiBAreWrittenThroughSmallerOnesBuffered) {
+  if (access("/dev/full", W_OK) != 0) GTEST_SKIP() << "no writable /dev/full";
+  auto buffered = PosixFileSystem()->NewWritableFile("/dev/full");
+  ASSERT_TRUE(buffered.ok());
+  EXPECT_TRUE((*buffered)->Append(std::string((64 << 10) - 1, 'x')).ok());
+  EXPECT_EQ((*buffered)->Sync().code(), StatusCode::kResourceExhausted);
+  auto through = PosixFileSystem()->NewWritableFile("/dev/full");
+  ASSERT_TRUE(through.ok());
+  EXPECT_EQ((*through)->Append(std::string(64 << 10, 'x')).code(), StatusCode::kResourceExhausted);
+}
+
 TEST(PathTest, Normalize) {
   using io_internal::NormalizePath;
   EXPECT_EQ(NormalizePath("/a//b/./c/"), "/a/b/c");

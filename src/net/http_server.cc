@@ -67,9 +67,12 @@ using tcp = asio::ip::tcp;
 using boost::system::error_code;
 using SteadyClock = std::chrono::steady_clock;
 
-// Unread request body up to this size is read and discarded to keep the connection; a larger
-// remainder closes it instead.
+// Unread request body up to this size, after a successful response, is read and discarded to
+// keep the connection if it arrives within kDrainTime; a larger or slower remainder closes it.
 constexpr uint64_t kDrainLimit = 1 << 20;
+constexpr std::chrono::seconds kDrainTime{1};
+// Worker threads beyond HttpServerOptions::worker_threads exit after this long without work.
+constexpr std::chrono::seconds kSpareWorkerIdle{10};
 // After a response that closes the connection we stop sending and keep reading (discarding) for
 // up to this long, so a client still sending gets our response instead of a TCP reset.
 constexpr std::chrono::seconds kLingerTime{2};
@@ -168,56 +171,83 @@ class RequestParser final : public http::basic_parser<true> {
   }
 };
 
-// A fixed pool of threads running tasks in submission order. Thread-safe.
+// Threads running tasks in submission order: `core` threads always, more while tasks wait and
+// every thread is busy, up to `max`; those beyond `core` exit after kSpareWorkerIdle idle.
+// A request blocked on a slow client then costs a thread, never the others' service.
+// Thread-safe. Threads are detached; Stop waits until the last one has left the pool.
 class WorkerPool {
  public:
-  explicit WorkerPool(size_t threads) {
-    for (size_t i = 0; i < threads; ++i) threads_.emplace_back([this] { Run(); });
+  WorkerPool(size_t core, size_t max)
+      : core_(std::max<size_t>(core, 1)), max_(std::max(max, core_)) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (size_t i = 0; i < core_; ++i) StartThreadLocked();
   }
   ~WorkerPool() { Stop(); }
 
   void Submit(std::function<void()> task) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      tasks_.push_back(std::move(task));
-    }
+    std::lock_guard<std::mutex> lock(mu_);
+    tasks_.push_back(std::move(task));
+    if (tasks_.size() > idle_ && live_ < max_) StartThreadLocked();
     cv_.notify_one();
   }
 
-  // Runs the queued tasks, then joins the threads.
+  // Runs the queued tasks, then waits for every thread to leave.
   void Stop() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stop_ = true;
-    }
+    std::unique_lock<std::mutex> lock(mu_);
+    stop_ = true;
     cv_.notify_all();
-    for (std::thread& t : threads_) t.join();
-    threads_.clear();
+    done_cv_.wait(lock, [this] { return live_ == 0; });
   }
 
  private:
-  void Run() {
+  void StartThreadLocked() {
+    const bool spare = live_ >= core_;
+    try {
+      std::thread([this, spare] { Run(spare); }).detach();
+      ++live_;
+    } catch (const std::system_error&) {  // out of threads: the running ones take the task
+    }
+  }
+
+  void Run(bool spare) {
+    std::unique_lock<std::mutex> lock(mu_);
     for (;;) {
-      std::function<void()> task;
-      {
-        std::unique_lock<std::mutex> lock(mu_);
-        cv_.wait(lock, [this] { return stop_ || !tasks_.empty(); });
-        if (tasks_.empty()) return;
-        task = std::move(tasks_.front());
-        tasks_.pop_front();
+      if (tasks_.empty()) {
+        if (stop_) break;
+        ++idle_;
+        auto ready = [this] { return stop_ || !tasks_.empty(); };
+        bool woke = true;
+        if (spare) {
+          woke = cv_.wait_for(lock, kSpareWorkerIdle, ready);
+        } else {
+          cv_.wait(lock, ready);
+        }
+        --idle_;
+        if (!woke) break;
+        continue;
       }
+      std::function<void()> task = std::move(tasks_.front());
+      tasks_.pop_front();
+      lock.unlock();
       try {
         task();
       } catch (...) {  // a throwing handler must not take the process down
       }
+      task = nullptr;  // its captures (a connection) go before the lock is taken again
+      lock.lock();
     }
+    if (--live_ == 0) done_cv_.notify_all();
   }
 
+  const size_t core_;
+  const size_t max_;
   std::mutex mu_;
   std::condition_variable cv_;
+  std::condition_variable done_cv_;          // signalled when live_ reaches 0
   std::deque<std::function<void()>> tasks_;  // GUARDED_BY(mu_)
+  size_t live_ = 0;                          // threads in Run; GUARDED_BY(mu_)
+  size_t idle_ = 0;                          // threads waiting for a task; GUARDED_BY(mu_)
   bool stop_ = false;                        // GUARDED_BY(mu_)
-  std::vector<std::thread> threads_;
 };
 
 class Connection;
@@ -240,6 +270,9 @@ class ServerImpl final : public HttpServer {
   ssl::context* tls() { return tls_.get(); }
   bool stopping() const { return stopping_.load(); }
   int64_t idle_ns() const { return idle_ns_; }
+  static int64_t Ns(std::chrono::seconds s) {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(s).count();
+  }
   void Dispatch(std::function<void()> task) { pool_->Submit(std::move(task)); }
   // A head has arrived: the connection becomes busy. False when shutting down (close it).
   bool BeginRequest(Connection* c);
@@ -281,6 +314,10 @@ class ServerImpl final : public HttpServer {
   bool running_ = false;    // GUARDED_BY(shutdown_mu_)
 };
 
+int64_t SendDeadline(const ServerImpl& server) {
+  return NowNs() + ServerImpl::Ns(server.options().send_timeout);
+}
+
 // One client connection. Owned by shared_ptrs held by its pending async operation or worker
 // task; exactly one of those exists at a time, so the socket is never used concurrently. The
 // only cross-thread access is ShutdownSocket (under the server's mu_), which wakes whatever
@@ -303,10 +340,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool Expired(int64_t now) const { return deadline_.load(std::memory_order_relaxed) <= now; }
   bool busy = false;  // GUARDED_BY(server mu_)
 
-  // Runs f(stream) -> error_code, a blocking operation bounded by the idle timeout.
+  // Runs f(stream) -> error_code, a blocking operation the sweeper cuts short (closing the
+  // socket) once the clock passes `deadline_ns`.
   template <class F>
-  error_code Io(F&& f) {
-    deadline_.store(NowNs() + server_.idle_ns(), std::memory_order_relaxed);
+  error_code Io(int64_t deadline_ns, F&& f) {
+    deadline_.store(deadline_ns, std::memory_order_relaxed);
     const error_code ec = tls_ ? f(*tls_) : f(*plain_);
     deadline_.store(kNoDeadline, std::memory_order_relaxed);
     return ec;
@@ -326,7 +364,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
     std::string message;
   };
   void PrepareParser();
-  void ReadHead();  // asynchronously, on the io thread
+  // Asynchronously, on the io thread: waits up to the idle timeout for the head's first byte,
+  // then up to the header timeout for the rest (ReadHeadNow).
+  void ReadHead();
+  void ReadHeadNow();
   void OnHead(const error_code& ec);
   Head Classify(const error_code& ec) const;
   // Worker thread: serves `head`'s request, then the connection's next ones while they come
@@ -360,14 +401,16 @@ class BodyReaderImpl final : public BodyReader {
       : conn_(conn),
         chunked_(conn.parser().chunked()),
         remaining_(conn.parser().content_length().value_or(0)),
-        expect_continue_(expect_continue) {}
+        expect_continue_(expect_continue),
+        start_ns_(NowNs()) {}
 
   Result<size_t> Read(std::span<char> out) override {
     if (error_) return *error_;
     if (out.empty() || done()) return size_t{0};
     if (expect_continue_ && !continue_sent_) {
       continue_sent_ = true;
-      const error_code ec = conn_.Io([](auto& s) {
+      start_ns_ = NowNs();  // the client starts sending now
+      const error_code ec = conn_.Io(SendDeadline(conn_.server()), [](auto& s) {
         error_code e;
         asio::write(s, asio::buffer(kContinue.data(), kContinue.size()), e);
         return e;
@@ -389,9 +432,11 @@ class BodyReaderImpl final : public BodyReader {
     return chunked_ ? std::nullopt : std::optional<uint64_t>(remaining_);
   }
 
-  // Reads and discards up to about `limit` bytes; true if the body then ended.
+  // Reads and discards up to about `limit` bytes arriving within kDrainTime; true if the
+  // body then ended.
   bool Drain(uint64_t limit) {
     if (awaiting_continue()) return false;
+    cap_ns_ = NowNs() + ServerImpl::Ns(kDrainTime);
     std::vector<char> scratch(64 << 10);
     for (uint64_t drained = 0; !done() && drained <= limit;) {
       Result<size_t> n = Read(scratch);
@@ -407,6 +452,22 @@ class BodyReaderImpl final : public BodyReader {
     return *error_;
   }
 
+  // When the next read must have returned: body_timeout from now, and no later than the
+  // body's minimum average rate allows.
+  int64_t ReadDeadline() const {
+    const HttpServerOptions& o = conn_.server().options();
+    const int64_t stall = ServerImpl::Ns(o.body_timeout);
+    int64_t deadline = NowNs() + stall;
+    if (o.min_body_rate > 0) {
+      const uint64_t earned = bytes_read_ / o.min_body_rate;  // whole seconds of credit
+      const int64_t by_rate =
+          start_ns_ + stall +
+          static_cast<int64_t>(std::min<uint64_t>(earned, uint64_t{1} << 32)) * 1'000'000'000;
+      deadline = std::min(deadline, by_rate);
+    }
+    return std::min(deadline, cap_ns_);
+  }
+
   Result<size_t> ReadLength(std::span<char> out) {
     const size_t want = static_cast<size_t>(std::min<uint64_t>(out.size(), remaining_));
     size_t n = 0;
@@ -415,7 +476,7 @@ class BodyReaderImpl final : public BodyReader {
       n = asio::buffer_copy(asio::buffer(out.data(), want), buffered.data());
       buffered.consume(n);
     } else {
-      const error_code ec = conn_.Io([&](auto& s) {
+      const error_code ec = conn_.Io(ReadDeadline(), [&](auto& s) {
         error_code e;
         n = s.read_some(asio::buffer(out.data(), want), e);
         return e;
@@ -439,7 +500,7 @@ class BodyReaderImpl final : public BodyReader {
     conn_.buffer().reserve(64 << 10);
     error_code ec;
     while (parser.out_used == 0 && !parser.is_done() && !ec) {
-      ec = conn_.Io([&](auto& s) {
+      ec = conn_.Io(ReadDeadline(), [&](auto& s) {
         error_code e;
         http::read_some(s, conn_.buffer(), parser, e);
         return e == http::error::need_buffer ? error_code() : e;
@@ -458,6 +519,8 @@ class BodyReaderImpl final : public BodyReader {
   uint64_t remaining_;  // Content-Length bodies
   const bool expect_continue_;
   bool continue_sent_ = false;
+  int64_t start_ns_;              // when the client could start sending the body
+  int64_t cap_ns_ = kNoDeadline;  // Drain's limit
   uint64_t bytes_read_ = 0;
   std::optional<Status> error_;  // sticky: once the body failed, every Read fails
 };
@@ -517,8 +580,9 @@ class ResponseWriterImpl final : public ResponseWriter {
     if (!close_ && body_ != nullptr && !body_->done()) {
       // A client waiting for 100 Continue may or may not send the body now; a large or unknown
       // remainder is not worth draining.
+      // An error closes at once: the refused client may be one that never sends the rest.
       const std::optional<uint64_t> left = body_->remaining();
-      close_ = body_->awaiting_continue() || !left || *left > kDrainLimit;
+      close_ = status >= 400 || body_->awaiting_continue() || !left || *left > kDrainLimit;
     }
     close_ = close_ || conn_.server().stopping();
     if (close_) {
@@ -590,7 +654,7 @@ class ResponseWriterImpl final : public ResponseWriter {
     auto as_much_as_fits = [](const error_code& e, size_t) -> size_t {
       return e ? 0 : std::numeric_limits<size_t>::max();
     };
-    const error_code ec = conn_.Io([&](auto& s) {
+    const error_code ec = conn_.Io(SendDeadline(conn_.server()), [&](auto& s) {
       error_code e;
       asio::write(s, buffers, as_much_as_fits, e);
       return e;
@@ -641,8 +705,19 @@ void Connection::PrepareParser() {
 
 void Connection::ReadHead() {
   PrepareParser();
-  if (buffer_.size() == 0) buffer_.shrink_to_fit();  // idle connections hold no buffer
+  if (buffer_.size() != 0 || (tls_ && SSL_pending(tls_->native_handle()) > 0)) {
+    return ReadHeadNow();
+  }
+  buffer_.shrink_to_fit();  // idle connections hold no buffer
   deadline_ = NowNs() + server_.idle_ns();
+  socket().async_wait(tcp::socket::wait_read, [self = shared_from_this()](error_code ec) {
+    if (ec) return self->Close();
+    self->ReadHeadNow();
+  });
+}
+
+void Connection::ReadHeadNow() {
+  deadline_ = NowNs() + ServerImpl::Ns(server_.options().header_timeout);
   auto done = [self = shared_from_this()](error_code ec, size_t) { self->OnHead(ec); };
   if (tls_) {
     http::async_read_header(*tls_, buffer_, *parser_, std::move(done));
@@ -688,7 +763,7 @@ void Connection::Serve(Head head) {
     if (!NextHeadArrived()) return ReadHead();
     PrepareParser();
     error_code ec;
-    Io([&](auto& stream) {
+    Io(NowNs() + ServerImpl::Ns(server_.options().header_timeout), [&](auto& stream) {
       http::read_header(stream, buffer_, *parser_, ec);
       return ec;
     });
@@ -849,7 +924,7 @@ Status ServerImpl::Listen() {
 }
 
 void ServerImpl::Run() {
-  pool_ = std::make_unique<WorkerPool>(std::max<size_t>(options_.worker_threads, 1));
+  pool_ = std::make_unique<WorkerPool>(options_.worker_threads, options_.max_worker_threads);
   asio::post(accept_strand_, [this] { Accept(); });
   Sweep();
   for (size_t i = 0; i < std::max<size_t>(options_.io_threads, 1); ++i) {
@@ -920,8 +995,10 @@ void ServerImpl::RejectBusy(tcp::socket socket) {
 }
 
 void ServerImpl::Sweep() {
+  const std::chrono::seconds shortest = std::min({options_.idle_timeout, options_.header_timeout,
+                                                  options_.body_timeout, options_.send_timeout});
   sweep_timer_.expires_after(
-      std::clamp(std::chrono::duration_cast<std::chrono::milliseconds>(options_.idle_timeout) / 4,
+      std::clamp(std::chrono::duration_cast<std::chrono::milliseconds>(shortest) / 4,
                  std::chrono::milliseconds(50), std::chrono::milliseconds(1000)));
   sweep_timer_.async_wait([this](const error_code& ec) {
     if (ec) return;

@@ -76,8 +76,10 @@ class HttpHandler {
   virtual ~HttpHandler() = default;
   // Serves one request on a worker thread; called concurrently for different connections.
   // The handler answers through `response`. If it returns without starting a response the
-  // server answers 500; if it leaves body bytes unread the server drains a small remainder or
-  // closes the connection.
+  // server answers 500. If it leaves body bytes unread, an error response (4xx, 5xx) closes
+  // the connection without waiting for them (as S3 does: a refused client gets its answer at
+  // once and holds nothing); after a success the server drains a small remainder that arrives
+  // within a second, or closes the connection.
   virtual void Handle(const HttpRequest& request, BodyReader& body, ResponseWriter& response) = 0;
 
   // Answers a request the server rejected before any handler ran (status 400 "BadRequest",
@@ -96,10 +98,26 @@ struct HttpServerOptions {
   // Largest request head (request line + headers) accepted; larger gets
   // 400 RequestHeaderSectionTooLarge and the connection is closed.
   size_t max_header_bytes = 16 << 10;
-  size_t worker_threads = 32;  // requests served at once; more wait for a worker
+  // Threads kept ready for requests. When every one is busy (a request may be waiting on a
+  // slow client's body, or on a client that stopped reading its response) another starts, up
+  // to max_worker_threads, so slow clients cannot stop the others; threads beyond
+  // worker_threads exit after a few idle seconds.
+  size_t worker_threads = 32;
+  size_t max_worker_threads = 1024;
   size_t io_threads = 1;
   size_t max_connections = 4096;
   std::chrono::seconds idle_timeout{120};  // keep-alive connections idle longer are closed
+  // A request head must be complete this long after its first byte arrived (it waits on an io
+  // thread, holding no worker).
+  std::chrono::seconds header_timeout{20};
+  // A request body may stall at most body_timeout between two reads, and must average
+  // min_body_rate bytes/s after its first body_timeout (Apache's mod_reqtimeout
+  // "body=20,MinRate=500"); a body that falls behind fails with IncompleteBody and its
+  // connection closes, so a client dripping bytes holds a worker for seconds, not hours.
+  std::chrono::seconds body_timeout{20};
+  uint64_t min_body_rate = 500;
+  // Writing a response must make progress within this (a client that stopped reading).
+  std::chrono::seconds send_timeout{60};
 };
 
 class HttpServer {

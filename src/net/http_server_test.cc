@@ -563,6 +563,120 @@ TEST_F(HttpServerTest, IdleConnectionTimesOut) {
   EXPECT_EQ(c.ReadToEof(), "");
 }
 
+using SteadyClock = std::chrono::steady_clock;
+
+// A refused request's body is not waited for: the client gets its error and the connection
+// closes, so 32 refused uploads that go quiet (the hub's old 120 s stall) hold no worker.
+TEST_F(HttpServerTest, RefusedBodyIsNotAwaited) {
+  options_.worker_threads = 2;
+  options_.max_worker_threads = 2;
+  handler_.fn = [](const HttpRequest&, BodyReader&, ResponseWriter& resp) {
+    (void)resp.Send(403, {}, "denied");
+  };
+  StartServer();
+  std::vector<std::unique_ptr<Client>> quiet;
+  for (int i = 0; i < 32; ++i) {
+    quiet.push_back(std::make_unique<Client>(port()));
+    quiet.back()->Send(
+        "PUT /any/x HTTP/1.1\r\nHost: t\r\nContent-Length: 1000000\r\n\r\n0123456789");
+  }
+  for (auto& c : quiet) {
+    Reply r = c->Read();
+    EXPECT_EQ(r.status, 403);
+    EXPECT_FALSE(r.keep_alive);
+  }
+  const auto start = SteadyClock::now();
+  Client other(port());
+  EXPECT_EQ(other.Request("PUT", "/y", "z").status, 403);
+  EXPECT_LT(SteadyClock::now() - start, std::chrono::seconds(2));
+}
+
+// A body that stops arriving fails with IncompleteBody after body_timeout, not idle_timeout.
+TEST_F(HttpServerTest, StalledBodyTimesOut) {
+  options_.body_timeout = std::chrono::seconds(1);
+  std::promise<Status> seen;
+  handler_.fn = [&](const HttpRequest&, BodyReader& body, ResponseWriter& resp) {
+    Status s = ReadAll(body, 4096).status();
+    (void)resp.Send(400, {}, "short");
+    seen.set_value(s);
+  };
+  StartServer();
+  const auto start = SteadyClock::now();
+  Client c(port());
+  c.Send("PUT /x HTTP/1.1\r\nHost: t\r\nContent-Length: 1000\r\n\r\nabc");
+  Status s = seen.get_future().get();
+  EXPECT_TRUE(s.message().starts_with("IncompleteBody")) << s.ToString();
+  EXPECT_LT(SteadyClock::now() - start, std::chrono::seconds(5));
+}
+
+// A client dripping one byte at a time, each well within body_timeout, is cut off when its
+// average falls below min_body_rate.
+TEST_F(HttpServerTest, DrippedBodyFallsBelowMinimumRate) {
+  options_.body_timeout = std::chrono::seconds(1);
+  options_.min_body_rate = 500;
+  std::promise<Status> seen;
+  handler_.fn = [&](const HttpRequest&, BodyReader& body, ResponseWriter& resp) {
+    Status s = ReadAll(body, 4096).status();
+    (void)resp.Send(400, {}, "short");
+    seen.set_value(s);
+  };
+  StartServer();
+  auto result = seen.get_future();
+  const auto start = SteadyClock::now();
+  Client c(port());
+  c.Send("PUT /x HTTP/1.1\r\nHost: t\r\nContent-Length: 1000\r\n\r\n");
+  beast::error_code ec;
+  for (int i = 0;
+       i < 40 && result.wait_for(std::chrono::milliseconds(200)) != std::future_status::ready;
+       ++i) {
+    asio::write(c.socket(), asio::buffer("d", 1), ec);
+  }
+  Status s = result.get();
+  EXPECT_TRUE(s.message().starts_with("IncompleteBody")) << s.ToString();
+  EXPECT_LT(SteadyClock::now() - start, std::chrono::seconds(4));
+}
+
+// A head that stops arriving is closed after header_timeout, on the io thread.
+TEST_F(HttpServerTest, StalledHeadIsClosed) {
+  options_.header_timeout = std::chrono::seconds(1);
+  StartServer();
+  const auto start = SteadyClock::now();
+  Client c(port());
+  c.Send("GET /half HTTP/1.1\r\nHo");
+  EXPECT_EQ(c.ReadToEof(), "");
+  EXPECT_LT(SteadyClock::now() - start, std::chrono::seconds(5));
+  EXPECT_EQ(handler_.requests.load(), 0);
+}
+
+// Requests blocked on slow bodies each hold a thread, but more threads start: a client with a
+// quick request is still served at once.
+TEST_F(HttpServerTest, SlowBodiesDoNotStopOthers) {
+  options_.worker_threads = 2;
+  options_.max_worker_threads = 64;
+  std::atomic<int> waiting{0};
+  handler_.fn = [&](const HttpRequest& req, BodyReader& body, ResponseWriter& resp) {
+    if (req.path == "/slow") ++waiting;
+    Result<std::string> data = ReadAll(body, 4096);
+    (void)resp.Send(data.ok() ? 200 : 400, {}, data.ok() ? *data : "short");
+  };
+  StartServer();
+  std::vector<std::unique_ptr<Client>> slow;
+  for (int i = 0; i < 40; ++i) {
+    slow.push_back(std::make_unique<Client>(port()));
+    slow.back()->Send("PUT /slow HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\nab");
+  }
+  for (int i = 0; i < 500 && waiting.load() < 40; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(waiting.load(), 40);
+  const auto start = SteadyClock::now();
+  Client other(port());
+  EXPECT_EQ(other.Request("PUT", "/quick", "q").body, "q");
+  EXPECT_LT(SteadyClock::now() - start, std::chrono::seconds(2));
+  for (auto& c : slow) c->Send(std::string(98, 'c'));
+  for (auto& c : slow) EXPECT_EQ(c->Read().status, 200);
+}
+
 TEST_F(HttpServerTest, MaxConnectionsAnswers503) {
   options_.max_connections = 1;
   StartServer();

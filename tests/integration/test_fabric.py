@@ -304,6 +304,71 @@ class LinkLossTest(FabricTestCase):
             self.assertEqual(self.get(self.s3_hub, key), body, key)
 
 
+class MultipartAtSpokeTest(FabricTestCase):
+    """Multipart uploads at a spoke stage their parts inside the bucket's portal, so every part
+    is written through to the hub like any other write and the completed object is the hub's."""
+
+    def spoke_admin(self, *args):
+        env = dict(os.environ, WEFT_ROOT_ACCESS_KEY=SPOKE_ACCESS, WEFT_ROOT_SECRET_KEY=SPOKE_SECRET)
+        out = self.run_tool([self.bin, "--server", self.spoke_a.url, "--json", *args], env=env)
+        return json.loads(out.stdout) if out.stdout.strip() else None
+
+    def test_multipart_upload_at_spokes_lands_at_the_hub(self):
+        import io
+        from boto3.s3.transfer import TransferConfig
+        mib = 1024 * 1024
+        parts = TransferConfig(multipart_threshold=5 * mib, multipart_chunksize=5 * mib,
+                               max_concurrency=4)
+        body = os.urandom(20 * mib + 5)
+        self.s3_a.upload_fileobj(io.BytesIO(body), "data", "ckpt/model.pt", Config=parts)
+        self.assertEqual(self.get(self.s3_hub, "ckpt/model.pt"), body)
+        self.assertTrue(self.s3_hub.head_object(Bucket="data", Key="ckpt/model.pt")["ETag"]
+                        .endswith('-5"'))
+        # Through the chained spoke too (B -> A -> hub).
+        other = os.urandom(11 * mib)
+        self.s3_b.upload_fileobj(io.BytesIO(other), "data", "ckpt/from-b.pt", Config=parts)
+        self.assertEqual(self.get(self.s3_hub, "ckpt/from-b.pt"), other)
+        self.assertEqual(self.get(self.s3_a, "ckpt/from-b.pt"), other)
+
+        # An upload in progress at the spoke is the hub's too; it is no object anywhere.
+        up = self.s3_a.create_multipart_upload(Bucket="data", Key="ckpt/pending.pt")
+        self.s3_a.upload_part(Bucket="data", Key="ckpt/pending.pt", UploadId=up["UploadId"],
+                              PartNumber=1, Body=b"x" * 1000)
+        listed = self.s3_hub.list_multipart_uploads(Bucket="data").get("Uploads", [])
+        self.assertEqual([(u["Key"], u["UploadId"]) for u in listed],
+                         [("ckpt/pending.pt", up["UploadId"])])
+        for s3 in (self.s3_hub, self.s3_a, self.s3_b):
+            keys = [o["Key"] for o in s3.list_objects_v2(Bucket="data")["Contents"]]
+            self.assertEqual(keys, ["ckpt/from-b.pt", "ckpt/model.pt"])
+            with self.assertRaises(ClientError) as cm:
+                s3.get_object(Bucket="data", Key=".weft-uploads/" + up["UploadId"] + "/00001")
+            self.assertEqual(cm.exception.response["Error"]["Code"], "InvalidArgument")
+        parts_listed = self.s3_hub.list_parts(Bucket="data", Key="ckpt/pending.pt",
+                                              UploadId=up["UploadId"])["Parts"]
+        self.assertEqual([p["Size"] for p in parts_listed], [1000])
+        self.s3_hub.abort_multipart_upload(Bucket="data", Key="ckpt/pending.pt",
+                                           UploadId=up["UploadId"])
+        self.assertEqual(self.s3_a.list_multipart_uploads(Bucket="data").get("Uploads", []), [])
+
+        # A user who may only read at the spoke is refused with AccessDenied, not NoSuchKey.
+        self.spoke_admin("user", "create", "reader")
+        key = self.spoke_admin("key", "create", "reader")
+        self.spoke_admin("rule", "add", "user:reader", "/data/", "read,list")
+        reader = self.client(self.spoke_a.url, key["access_key_id"], key["secret_access_key"])
+        with self.assertRaises(ClientError) as cm:
+            reader.create_multipart_upload(Bucket="data", Key="ckpt/nope.pt")
+        self.assertEqual(cm.exception.response["Error"]["Code"], "AccessDenied")
+        with self.assertRaises(Exception) as cm:  # boto3's S3UploadFailedError
+            reader.upload_fileobj(io.BytesIO(body), "data", "ckpt/nope.pt", Config=parts)
+        self.assertIn("AccessDenied", str(cm.exception))
+
+        # A bucket holding only an abandoned upload can be deleted.
+        self.s3_hub.create_bucket(Bucket="scratch")
+        self.s3_hub.create_multipart_upload(Bucket="scratch", Key="lost")
+        self.s3_hub.delete_bucket(Bucket="scratch")
+        self.assertNotIn("scratch", [b["Name"] for b in self.s3_hub.list_buckets()["Buckets"]])
+
+
 class ResidencyTest(FabricTestCase):
     def rest(self, method, path, body=None):
         import json

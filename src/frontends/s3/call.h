@@ -94,6 +94,10 @@ class S3Frontend::Call {
   // Removes now-empty directories from `path`'s parent up to (not including) the bucket.
   void PruneEmptyParents(const FileInfo& bucket, const std::string& path);
   // Multipart helpers.
+  std::string UploadsDir() const;  // of the request's bucket
+  // When uploads in progress are all the bucket holds, aborts them (DeleteBucket does not
+  // count them as objects); returns whether it did.
+  bool AbortAllUploadsIfOnlyThem();
   std::string UploadDir(const std::string& upload_id) const;
   Result<FileInfo> FindUpload(const std::string& upload_id);
   void RemoveUpload(const std::string& upload_id);

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "frontends/s3/request.h"
+
 namespace weft::s3 {
 namespace {
 
@@ -101,6 +103,8 @@ Status KeyWalker::Refill(Frame& frame) {
       }
       continue;
     }
+    // Multipart uploads in progress are not objects (s3_frontend.h).
+    if (frame.key_base.empty() && e.name == kUploadsDirName) continue;
     std::string sort_key = SortKey(e);
     frame.heap.push(Pending{std::move(sort_key), std::move(e)});
   }

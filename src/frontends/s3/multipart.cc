@@ -48,8 +48,12 @@ std::string Attr(const Attributes& attributes, std::string_view name) {
 
 }  // namespace
 
+std::string S3Frontend::Call::UploadsDir() const {
+  return "/" + request_.bucket + "/" + std::string(kUploadsDirName);
+}
+
 std::string S3Frontend::Call::UploadDir(const std::string& upload_id) const {
-  return std::string(kUploadsDir) + "/" + upload_id;
+  return UploadsDir() + "/" + upload_id;
 }
 
 Result<FileInfo> S3Frontend::Call::FindUpload(const std::string& upload_id) {
@@ -187,26 +191,29 @@ void S3Frontend::Call::CompleteMultipartUpload() {
     return SendError(MakeError("MalformedXML", "You must specify at least one part"));
   }
   std::string dir = UploadDir(upload_id);
-  std::vector<std::unique_ptr<FileReader>> readers;
-  std::string md5s;
-  int64_t previous = 0;
-  for (size_t i = 0; i < parts.size(); ++i) {
-    auto number_element = parts[i].Child("PartNumber");
-    auto etag_element = parts[i].Child("ETag");
-    if (!number_element || !etag_element) {
+  // The list's shape first (S3 reports a misordered list as such, whatever the parts hold).
+  std::vector<int64_t> numbers;
+  for (const XmlElement& part : parts) {
+    auto number_element = part.Child("PartNumber");
+    if (!number_element || !part.Child("ETag")) {
       return SendError(MakeError("MalformedXML", "each Part needs PartNumber and ETag"));
     }
     auto number = ParseIntParam("PartNumber", number_element->text(), 1, kMaxParts);
     if (!number.ok()) return SendError(MakeError("InvalidPart", number.status().message()));
-    if (*number <= previous) {
+    if (!numbers.empty() && *number <= numbers.back()) {
       return SendError(
           MakeError("InvalidPartOrder", "The list of parts was not in ascending order."));
     }
-    previous = *number;
-    auto reader = volume().OpenReader(ctx_, dir + "/" + PartName(*number));
-    std::string etag = UnquoteEtag(etag_element->text());
+    numbers.push_back(*number);
+  }
+  std::vector<std::unique_ptr<FileReader>> readers;
+  std::string md5s;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const int64_t number = numbers[i];
+    auto reader = volume().OpenReader(ctx_, dir + "/" + PartName(number));
+    std::string etag = UnquoteEtag(parts[i].Child("ETag")->text());
     if (!reader.ok() || (*reader)->info().etag != etag) {
-      return SendError(MakeError("InvalidPart", "part " + std::to_string(*number) +
+      return SendError(MakeError("InvalidPart", "part " + std::to_string(number) +
                                                     " was not uploaded or its ETag differs"));
     }
     if (i + 1 < parts.size() && (*reader)->info().size < kMinPartBytes) {
@@ -217,7 +224,7 @@ void S3Frontend::Call::CompleteMultipartUpload() {
     auto raw = FromHex(etag);
     if (!raw || raw->size() != 16) {
       return SendError(
-          MakeError("InvalidPart", "part " + std::to_string(*number) + " has no MD5 ETag"));
+          MakeError("InvalidPart", "part " + std::to_string(number) + " has no MD5 ETag"));
     }
     md5s += *raw;
     readers.push_back(std::move(reader).value());
@@ -262,6 +269,23 @@ void S3Frontend::Call::AbortMultipartUpload() {
   SendEmpty(204);
 }
 
+bool S3Frontend::Call::AbortAllUploadsIfOnlyThem() {
+  ReadDirOptions two;
+  two.limit = 2;
+  auto top = volume().ReadDir(ctx_, "/" + request_.bucket, two);
+  if (!top.ok() || top->entries.size() != 1 || top->entries[0].name != kUploadsDirName) {
+    return false;
+  }
+  for (;;) {
+    auto page = volume().ReadDir(ctx_, UploadsDir(), ReadDirOptions{});
+    if (!page.ok() || page->entries.empty()) break;
+    for (const DirEntry& e : page->entries) RemoveUpload(e.name);
+    if (volume().Stat(ctx_, UploadDir(page->entries[0].name)).ok()) return false;  // stuck
+  }
+  (void)volume().Rmdir(ctx_, UploadsDir());
+  return true;
+}
+
 void S3Frontend::Call::RemoveUpload(const std::string& upload_id) {
   // Best effort: what a crash leaves behind is found by ListMultipartUploads and aborted again.
   std::string dir = UploadDir(upload_id);
@@ -275,6 +299,8 @@ void S3Frontend::Call::RemoveUpload(const std::string& upload_id) {
     if (!progress) break;
   }
   (void)volume().Rmdir(ctx_, dir);
+  // The last upload takes the staging directory with it (fails harmlessly while others run).
+  (void)volume().Rmdir(ctx_, UploadsDir());
 }
 
 void S3Frontend::Call::ListParts() {
@@ -340,7 +366,7 @@ void S3Frontend::Call::ListMultipartUploads() {
   ReadDirOptions opts;
   opts.with_info = true;
   while (true) {
-    auto page = volume().ReadDir(ctx_, std::string(kUploadsDir), opts);
+    auto page = volume().ReadDir(ctx_, UploadsDir(), opts);
     if (!page.ok()) break;  // no uploads yet
     for (const DirEntry& e : page->entries) {
       opts.start_after = e.name;

@@ -118,6 +118,12 @@ Result<S3Request> ParseS3Request(const net::HttpRequest& http) {
   if (slash != std::string_view::npos) request.key = std::string(rest.substr(slash + 1));
   if (!request.bucket.empty()) WEFT_RETURN_IF_ERROR(ValidateBucketName(request.bucket));
   if (!request.key.empty()) WEFT_RETURN_IF_ERROR(ValidateKey(request.key));
+  if (const std::string_view k = request.key;
+      k.starts_with(kUploadsDirName) &&
+      (k.size() == kUploadsDirName.size() || k[kUploadsDirName.size()] == '/')) {
+    return InvalidArgument("InvalidArgument: keys under " + std::string(kUploadsDirName) +
+                           "/ are reserved for multipart uploads in progress");
+  }
   return request;
 }
 

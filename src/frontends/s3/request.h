@@ -21,6 +21,12 @@
 
 namespace weft::s3 {
 
+// Where in-progress multipart uploads keep their parts: /<bucket>/.weft-uploads/<id>/, inside
+// the bucket, so a spoke whose portal holds the bucket stages parts at the hub like any write,
+// under the same rules and residency. Keys under it are reserved: S3 neither lists nor
+// serves them. The directory exists only while uploads are in progress.
+inline constexpr std::string_view kUploadsDirName = ".weft-uploads";
+
 inline constexpr size_t kMaxKeyBytes = 1024;
 
 struct S3Request {

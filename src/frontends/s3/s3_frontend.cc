@@ -624,6 +624,9 @@ void S3Frontend::Call::DeleteBucket() {
   auto bucket = StatBucket(request_.bucket);
   if (!bucket.ok()) return SendStatus(bucket.status(), Missing::kBucket);
   Status removed = volume().Rmdir(ctx_, "/" + request_.bucket);
+  if (removed.code() == StatusCode::kNotEmpty && AbortAllUploadsIfOnlyThem()) {
+    removed = volume().Rmdir(ctx_, "/" + request_.bucket);
+  }
   if (!removed.ok()) {
     if (removed.code() == StatusCode::kNotEmpty) {
       return SendError(MakeError("BucketNotEmpty", "The bucket you tried to delete is not empty"));

@@ -22,10 +22,6 @@ struct S3Options {
   Clock* clock = SystemClock::Default();
 };
 
-// Where in-progress multipart uploads keep their parts: a top-level directory whose name no
-// bucket can take, so S3 never lists it.
-inline constexpr std::string_view kUploadsDir = "/.weft-uploads";
-
 class S3Frontend : public net::HttpHandler {
  public:
   S3Frontend(Volume& volume, auth::IdentityStore& identities, S3Options options = {});

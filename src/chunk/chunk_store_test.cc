@@ -11,6 +11,7 @@
 #include "chunk/caching_chunk_store.h"
 #include "chunk/mem_chunk_store.h"
 #include "chunk/pack_chunk_store.h"
+#include "chunk/zero_chunks.h"
 #include "io/mem_file_system.h"
 
 namespace weft {
@@ -181,6 +182,14 @@ INSTANTIATE_TEST_SUITE_P(
                                    std::shared_ptr<ChunkStore> packs =
                                        std::move(OpenPackChunkStore(fs, "/store", opts).value());
                                    return std::make_unique<CachingChunkStore>(packs, 1 << 20);
+                                 }},
+                    StoreFactory{"ZeroOverPack",
+                                 [](FileSystem* fs) -> std::unique_ptr<ChunkStore> {
+                                   PackStoreOptions opts;
+                                   opts.target_pack_size_for_test = 64 * 1024;
+                                   std::shared_ptr<ChunkStore> packs =
+                                       std::move(OpenPackChunkStore(fs, "/store", opts).value());
+                                   return std::make_unique<ZeroChunkStore>(packs);
                                  }}),
     [](const testing::TestParamInfo<StoreFactory>& param) { return param.param.name; });
 

@@ -91,6 +91,7 @@ class CoherentWriter final : public FileWriter {
   Status AppendChunk(const ChunkRef& chunk, std::optional<ByteSpan> data) override {
     return inner_->AppendChunk(chunk, data);
   }
+  Status WriteZeros(uint64_t length) override { return inner_->WriteZeros(length); }
   Result<FileInfo> Commit() override {
     if (!create_parents_) {
       LeaseTable::Revocation revocation = leases_->Revoke(AffectedByWrite(path_, false));

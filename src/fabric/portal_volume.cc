@@ -15,6 +15,7 @@
 
 #include "base/bytes.h"
 #include "chunk/bounded_chunk_store.h"
+#include "chunk/zero_chunks.h"
 #include "fabric/coherent_volume.h"
 #include "fabric/meta_cache.h"
 #include "vfs/path.h"
@@ -141,6 +142,7 @@ class PortalFileWriter final : public FileWriter {
   Status Write(ByteSpan data) override;
   Status AppendFrom(FileReader& source) override;
   Status AppendChunk(const ChunkRef& chunk, std::optional<ByteSpan> data) override;
+  Status WriteZeros(uint64_t length) override;
   Result<FileInfo> Commit() override;
   void Abort() override;
   uint64_t bytes_written() const override { return size_; }
@@ -163,6 +165,7 @@ class PortalFileWriter final : public FileWriter {
   WriteOptions opts_;
   std::unique_ptr<StreamSplitter> splitter_;
   Md5Hasher md5_;
+  uint64_t hole_bytes_ = 0;  // written by WriteZeros; past kMaxHoleMd5Bytes, no MD5
   std::vector<ChunkRef> chunks_;
   std::vector<ChunkId> held_;  // stored here, kept from eviction until the commit is done
   uint64_t size_ = 0;
@@ -176,10 +179,10 @@ class PortalVolumeImpl final : public PortalVolume, private DataStore {
       : hub_(std::move(hub)), options_(std::move(options)) {
     if (options_.cache_bytes > 0) {
       bounded_ = std::make_shared<BoundedChunkStore>(std::move(chunks), options_.cache_bytes);
-      chunks_ = bounded_;
-    } else {
-      chunks_ = std::move(chunks);
+      chunks = bounded_;
     }
+    // Holes are never fetched, uploaded or cached (chunk/zero_chunks.h).
+    chunks_ = std::make_shared<ZeroChunkStore>(std::move(chunks));
     // Longest local path first: the most specific portal wins.
     std::sort(
         options_.portals.begin(), options_.portals.end(),
@@ -1539,6 +1542,26 @@ Status PortalFileWriter::AppendChunk(const ChunkRef& chunk, std::optional<ByteSp
   return OkStatus();
 }
 
+Status PortalFileWriter::WriteZeros(uint64_t length) {
+  WEFT_RETURN_IF_ERROR(Check());
+  if (length == 0) return OkStatus();
+  hole_bytes_ += length;
+  if (!opts_.etag && hole_bytes_ <= kMaxHoleMd5Bytes) {
+    const std::shared_ptr<const std::string> zeros = ZeroChunkBytes(1 << 20);
+    for (uint64_t left = length; left > 0;) {
+      const size_t n = static_cast<size_t>(std::min<uint64_t>(left, zeros->size()));
+      md5_.Update(AsBytes(std::string_view(*zeros).substr(0, n)));
+      left -= n;
+    }
+  }
+  // The hub and this spoke answer zero chunks themselves: nothing to store, hold or send.
+  WEFT_RETURN_IF_ERROR(Fail(splitter_->Finish()));
+  splitter_ = NewSplitter();
+  ForEachZeroChunk(length, [&](const ChunkId& id, uint32_t n) { chunks_.push_back({id, n}); });
+  size_ += length;
+  return OkStatus();
+}
+
 Result<FileInfo> PortalFileWriter::Commit() {
   WEFT_RETURN_IF_ERROR(Check());
   WEFT_RETURN_IF_ERROR(Fail(splitter_->Finish()));
@@ -1554,6 +1577,8 @@ Result<FileInfo> PortalFileWriter::Commit() {
   std::string etag;
   if (opts_.etag) {
     etag = *opts_.etag;
+  } else if (hole_bytes_ > kMaxHoleMd5Bytes) {
+    etag = ChunksEtag(chunks_);
   } else {
     auto digest = md5_.Finish();
     etag = ToHex(ByteSpan(digest.data(), digest.size()));

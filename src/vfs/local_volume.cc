@@ -10,6 +10,7 @@
 
 #include "chunk/caching_chunk_store.h"
 #include "chunk/pack_chunk_store.h"
+#include "chunk/zero_chunks.h"
 #include "vfs/internal/background_md5.h"
 #include "vfs/internal/chunk_pipeline.h"
 #include "vfs/internal/dir_cache.h"
@@ -18,6 +19,14 @@
 #include "vfs/path.h"
 
 namespace weft {
+
+std::string ChunksEtag(const std::vector<ChunkRef>& chunks) {
+  std::string ids;
+  ids.reserve(chunks.size() * 32);
+  for (const ChunkRef& c : chunks) ids.append(c.id.raw());
+  return ChunkId::Of(AsBytes(ids)).ToHex().substr(0, 32) + "-" + std::to_string(chunks.size());
+}
+
 namespace {
 
 using schema::ChunkRef;
@@ -79,16 +88,6 @@ Status ValidateAttributes(const Attributes& attributes) {
                            std::to_string(kMaxAttributeBytes) + " bytes in total");
   }
   return OkStatus();
-}
-
-// The ETag of a version too large to be worth an MD5 (WriteOptions::md5_etag_limit): the
-// SHA-256 of its chunk ids, shortened to an MD5's length, and the number of chunks, as in an
-// S3 multipart ETag. Same content, same chunks, same ETag.
-std::string ChunksEtag(const std::vector<ChunkRef>& chunks) {
-  std::string ids;
-  ids.reserve(chunks.size() * 32);
-  for (const ChunkRef& c : chunks) ids.append(c.id.raw());
-  return ChunkId::Of(AsBytes(ids)).ToHex().substr(0, 32) + "-" + std::to_string(chunks.size());
 }
 
 // A caller's ETag ends up in HTTP headers and XML, always quoted.
@@ -206,7 +205,10 @@ class LocalVolume final : public Volume {
  public:
   LocalVolume(std::shared_ptr<KvStore> kv, std::shared_ptr<ChunkStore> chunks,
               const LocalVolumeOptions& options)
-      : kv_(std::move(kv)), chunks_(std::move(chunks)), options_(options) {}
+      // Holes are never stored or read from disk (chunk/zero_chunks.h).
+      : kv_(std::move(kv)),
+        chunks_(std::make_shared<ZeroChunkStore>(std::move(chunks))),
+        options_(options) {}
 
   Status Init();
 
@@ -570,6 +572,36 @@ class LocalFileWriter final : public FileWriter {
     return s;
   }
 
+  Status WriteZeros(uint64_t length) override {
+    if (done_) return FailedPrecondition(path_ + ": writer already committed or aborted");
+    if (length == 0) return OkStatus();
+    hole_bytes_ += length;
+    if (md5_) {
+      if (hole_bytes_ > kMaxHoleMd5Bytes ||
+          (opts_.md5_etag_limit && size_ + length > *opts_.md5_etag_limit)) {
+        md5_.reset();  // the ETag will come from the chunks
+      } else {
+        const std::shared_ptr<const std::string> zeros = ZeroChunkBytes(1 << 20);
+        for (uint64_t left = length; left > 0;) {
+          const size_t n = static_cast<size_t>(std::min<uint64_t>(left, zeros->size()));
+          md5_->Update(AsBytes(std::string_view(*zeros).substr(0, n)));
+          left -= n;
+        }
+      }
+    }
+    // The bytes before the hole end in a chunk of their own; later writes start a new stream.
+    Status s = FinishChunks();
+    if (s.ok()) {
+      splitter_ = NewSplitter();
+      ForEachZeroChunk(length, [&](const ChunkId& id, uint32_t n) {
+        if (s.ok()) s = StoreChunk(id, AsBytes(*ZeroChunkBytes(n)));
+      });
+    }
+    size_ += length;
+    if (!s.ok()) Abort();
+    return s;
+  }
+
   Result<FileInfo> Commit() override {
     WEFT_ASSIGN_OR_RETURN(PreparedFile file, Prepare());
     // Chunks must be durable before the manifest that names them.
@@ -698,7 +730,8 @@ class LocalFileWriter final : public FileWriter {
   // Hashes what Write is given; absent when opts_.etag is set or the file outgrew
   // opts_.md5_etag_limit.
   std::optional<BackgroundMd5> md5_;
-  uint64_t size_ = 0;  // bytes written and appended
+  uint64_t size_ = 0;        // bytes written and appended
+  uint64_t hole_bytes_ = 0;  // of which WriteZeros
   Manifest manifest_;
   bool done_ = false;
   // Stores chunks on a helper thread once the stream is large and md5_ is gone; until

@@ -6,6 +6,7 @@
 
 #include "chunk/chunk_id.h"
 #include "chunk/mem_chunk_store.h"
+#include "chunk/zero_chunks.h"
 #include "vfs/test_util.h"
 
 namespace weft {
@@ -424,6 +425,54 @@ TEST_F(LocalVolumeTest, DedupAndUsage) {
   EXPECT_EQ(u->files, 2u);
   EXPECT_EQ(u->logical_bytes, 100000u);
   EXPECT_EQ(u->referenced_bytes, 100000u);
+}
+
+// A hole costs nothing: no chunk is stored for it, a terabyte is a short manifest, and it
+// reads back as zeros between the data around it, whole and in ranges.
+TEST_F(LocalVolumeTest, HolesAreZeroChunksNeitherStoredNorHashed) {
+  const std::string head = RandomBytes(10000, 5), tail = RandomBytes(3000, 6);
+  const uint64_t hole = (uint64_t{3} << 20) + 12345;
+  auto w = vol_->OpenWriter(ctx_, "/sparse", {});
+  ASSERT_TRUE(w.ok());
+  ASSERT_TRUE((*w)->Write(AsBytes(head)).ok());
+  ASSERT_TRUE((*w)->WriteZeros(hole).ok());
+  ASSERT_TRUE((*w)->Write(AsBytes(tail)).ok());
+  auto info = (*w)->Commit();
+  ASSERT_TRUE(info.ok()) << info.status().ToString();
+  EXPECT_EQ(info->size, head.size() + hole + tail.size());
+  // Small holes keep the MD5 ETag.
+  std::string whole = head + std::string(hole, '\0') + tail;
+  EXPECT_EQ(info->etag, Md5Hex(AsBytes(whole)));
+  // Only the data is stored; the hole is zero chunks in the manifest.
+  auto stored = chunks_->Stats();
+  EXPECT_EQ(stored.raw_bytes, head.size() + tail.size());
+  auto r = vol_->OpenReader(ctx_, "/sparse");
+  ASSERT_TRUE(r.ok());
+  uint64_t zero_bytes = 0;
+  for (const ChunkRef& c : (*r)->chunks()) zero_bytes += ZeroChunkLength(c.id).value_or(0);
+  EXPECT_EQ(zero_bytes, hole);
+  EXPECT_EQ(*(*r)->ReadAt(0, whole.size()), whole);
+  EXPECT_EQ(*(*r)->ReadAt(head.size() - 10, 100), whole.substr(head.size() - 10, 100));
+  EXPECT_EQ(*(*r)->ReadAt(head.size() + hole - 5, 10), whole.substr(head.size() + hole - 5, 10));
+
+  // A terabyte: a manifest of about 64 Ki entries, a chunk ETag, reads of zeros.
+  auto big = vol_->OpenWriter(ctx_, "/huge", {});
+  ASSERT_TRUE(big.ok());
+  ASSERT_TRUE((*big)->Write(AsBytes(std::string("start"))).ok());
+  ASSERT_TRUE((*big)->WriteZeros(uint64_t{1} << 40).ok());
+  auto huge = (*big)->Commit();
+  ASSERT_TRUE(huge.ok()) << huge.status().ToString();
+  EXPECT_EQ(huge->size, (uint64_t{1} << 40) + 5);
+  EXPECT_TRUE(huge->etag.ends_with("-" + std::to_string((uint64_t{1} << 40) / kMaxZeroChunk + 1)))
+      << huge->etag;
+  EXPECT_EQ(chunks_->Stats().chunks, stored.chunks + 1);  // "start" only
+  auto hr = vol_->OpenReader(ctx_, "/huge");
+  ASSERT_TRUE(hr.ok());
+  EXPECT_EQ(*(*hr)->ReadAt(0, 7), std::string("start\0\0", 7));
+  EXPECT_EQ(*(*hr)->ReadAt(uint64_t{1} << 39, 4096), std::string(4096, '\0'));
+  // Collecting garbage keeps both files whole.
+  ASSERT_TRUE(vol_->CollectGarbage(ctx_, GcOptions{}).ok());
+  EXPECT_EQ(*vol_->OpenReader(ctx_, "/sparse").value()->ReadAt(0, whole.size()), whole);
 }
 
 TEST_F(LocalVolumeTest, GarbageCollectionKeepsWhatIsReachable) {

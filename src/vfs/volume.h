@@ -139,6 +139,13 @@ struct ChunkRef {
   uint32_t length = 0;
 };
 
+inline constexpr uint64_t kMaxHoleMd5Bytes = 64 << 20;
+
+// The ETag of a version whose MD5 is not worth computing (WriteOptions::md5_etag_limit, large
+// holes): the SHA-256 of its chunk ids, shortened to an MD5's length, and the number of
+// chunks, as in an S3 multipart ETag. Same content, same chunks, same ETag.
+std::string ChunksEtag(const std::vector<ChunkRef>& chunks);
+
 class FileReader;
 
 // Streams a new version of one file. Nothing is visible until Commit() returns OK; Abort() or
@@ -159,6 +166,12 @@ class FileWriter {
   // chunk (FailedPrecondition otherwise: ask MissingChunks first). Like AppendFrom it needs
   // WriteOptions::etag. A failure aborts the writer.
   virtual Status AppendChunk(const ChunkRef& chunk, std::optional<ByteSpan> data) = 0;
+  // Appends `length` zero bytes, a hole (a file extended by truncate, the gaps of a sparse
+  // file), as zero chunks (chunk/zero_chunks.h): nothing is hashed, stored or sent, so a
+  // terabyte costs a manifest of 64 Ki entries. The bytes before it end in a chunk of their
+  // own. Once a version's holes total more than kMaxHoleMd5Bytes its ETag is derived from its
+  // chunks (ChunksEtag) rather than the MD5, which would cost what the hole saves.
+  virtual Status WriteZeros(uint64_t length) = 0;
   // Makes the new version durable and visible atomically; returns its info.
   virtual Result<FileInfo> Commit() = 0;
   virtual void Abort() = 0;

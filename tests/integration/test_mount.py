@@ -169,6 +169,74 @@ class PosixTest(LocalMountTestCase):
             f.write(b"+1")
         self.assertEqual(read(self.m("sparse")), b"new+1")
 
+    def test_holes_cost_nothing_to_store_or_read(self):
+        """Extending by a terabyte is a manifest of zero chunks: fast, nothing stored."""
+        write(self.m("huge"), b"head")
+        tib = 1 << 40
+        start = time.monotonic()
+        os.truncate(self.m("huge"), tib)
+        self.assertLess(time.monotonic() - start, 60)  # was ~5 s per GiB: hours
+        self.assertEqual(os.stat(self.m("huge")).st_size, tib)
+        with open(self.m("huge"), "rb") as f:
+            self.assertEqual(f.read(8), b"head" + bytes(4))
+            f.seek(tib // 2)
+            self.assertEqual(f.read(MIB), bytes(MIB))
+            f.seek(tib - 3)
+            self.assertEqual(f.read(), bytes(3))
+        # Writing into the hole and extending again keep the holes holes.
+        with open(self.m("huge"), "r+b") as f:
+            f.seek(tib // 2)
+            f.write(b"middle")
+        os.truncate(self.m("huge"), 2 * tib)
+        with open(self.m("huge"), "rb") as f:
+            f.seek(tib // 2 - 2)
+            self.assertEqual(f.read(10), bytes(2) + b"middle" + bytes(2))
+        packs = os.path.join(self.data, "packs")
+        stored = sum(os.path.getsize(os.path.join(packs, n)) for n in os.listdir(packs))
+        self.assertLess(stored, 64 * MIB)
+        self.unmount()
+        self.assert_fsck_clean()
+        out = self.weft("cat", "/huge", "--offset", str(tib // 2), "--length", "6").stdout
+        self.assertEqual(out, b"middle")
+
+    def slow_truncate(self):
+        """A child extending a 384 MiB file of real data by one byte (the daemon stages and
+        re-chunks all of it: about a second), started a quarter of the way into the time
+        the same truncate took uninterrupted, which is returned with it."""
+        size = 384 * MIB
+        write(self.m("big"), incompressible("big", size))
+        code = "import os, sys; os.truncate(sys.argv[1], int(sys.argv[2]))"
+        start = time.monotonic()
+        subprocess.run(["/usr/bin/python3", "-c", code, self.m("big"), str(size + 1)], check=True)
+        whole = time.monotonic() - start
+        child = subprocess.Popen(["/usr/bin/python3", "-c", code, self.m("big"), str(size + 2)],
+                                 stderr=subprocess.DEVNULL)  # EINTR, when it is let go
+        time.sleep(whole / 4)
+        return child, whole
+
+    def test_a_killed_caller_is_let_go_at_once(self):
+        child, whole = self.slow_truncate()
+        start = time.monotonic()
+        child.kill()
+        child.wait(60)
+        gone = time.monotonic() - start
+        print(f"\nuninterrupted: {whole:.2f} s; killed caller gone after {gone:.3f} s")
+        # Uninterrupted, it would run about three quarters of `whole` more.
+        self.assertLess(gone, whole / 4)
+        self.assertIn(os.stat(self.m("big")).st_size, (384 * MIB + 1, 384 * MIB + 2))
+
+    def test_sigterm_stops_the_daemon_during_a_long_operation(self):
+        child, whole = self.slow_truncate()
+        start = time.monotonic()
+        self.mount.proc.send_signal(signal.SIGTERM)
+        self.assertEqual(self.mount.proc.wait(60), 0)
+        stopped = time.monotonic() - start
+        print(f"\nuninterrupted: {whole:.2f} s; daemon stopped after {stopped:.3f} s")
+        self.assertLess(stopped, whole / 4)
+        child.wait(60)
+        self.assertFalse(is_mounted(self.mp))
+        self.assert_fsck_clean()
+
     def test_new_files_commit_right_whatever_the_write_order(self):
         # In order from 0 (the streamed commit), then the same with a seek back, a rename and
         # a chmod while open (each falls back to committing the staging file).

@@ -22,6 +22,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "chunk/zero_chunks.h"
 #include "frontends/fuse/node_table.h"
 #include "frontends/fuse/process_jobs.h"
 #include "vfs/path.h"
@@ -599,24 +600,53 @@ class FuseMountImpl final : public FuseMount {
     return fd;
   }
 
-  // Copies the committed content of the handle's file into its staging file, once.
-  Status Load(WriteHandle& w) {
+  // Whether the caller of `req` gave up (a signal: the kernel sent FUSE_INTERRUPT), or the
+  // daemon is stopping (SIGTERM ends the session, which waits for the requests in flight).
+  // Long operations check it between pieces, so even a SIGKILLed caller is let go at once.
+  bool Interrupted(fuse_req_t req) const {
+    return fuse_session_exited(session_) || (req != nullptr && fuse_req_interrupted(req));
+  }
+  static Status InterruptedError() { return Aborted("interrupted by a signal"); }
+  // The errno for `status`: EINTR when it failed because the caller was interrupted.
+  int ErrnoFor(fuse_req_t req, const Status& status) const {
+    return !status.ok() && Interrupted(req) ? EINTR : ErrnoOf(status);
+  }
+
+  // Copies the committed content of the handle's file into its staging file, once. Holes
+  // (zero chunks) stay holes of the staging file: nothing is read or written for them.
+  Status Load(WriteHandle& w, fuse_req_t req) {
     if (w.loaded) return OkStatus();
     std::optional<std::string> path = nodes_.PathOf(w.node);
     if (path) {
       Result<std::unique_ptr<FileReader>> reader = volume_->OpenReader(w.ctx, *path);
       if (!reader.ok() && reader.status().code() != StatusCode::kNotFound) return reader.status();
       if (reader.ok()) {
+        const std::vector<ChunkRef>& chunks = (*reader)->chunks();
         uint64_t offset = 0;
-        for (;;) {
-          WEFT_ASSIGN_OR_RETURN(std::string piece, (*reader)->ReadAt(offset, kIoBytes));
-          if (piece.empty()) break;
-          if (::pwrite(w.fd, piece.data(), piece.size(), static_cast<off_t>(offset)) !=
-              static_cast<ssize_t>(piece.size())) {
-            return ResourceExhausted("cannot stage " + *path + " in " + options_.staging_dir +
-                                     ": " + std::strerror(errno));
+        for (size_t i = 0; i < chunks.size();) {
+          if (ZeroChunkLength(chunks[i].id)) {
+            offset += chunks[i++].length;
+            continue;
           }
-          offset += piece.size();
+          uint64_t run = 0;  // the data chunks from i on, read as one range
+          for (; i < chunks.size() && !ZeroChunkLength(chunks[i].id); ++i) run += chunks[i].length;
+          for (const uint64_t end = offset + run; offset < end;) {
+            if (Interrupted(req)) return InterruptedError();
+            WEFT_ASSIGN_OR_RETURN(
+                std::string piece,
+                (*reader)->ReadAt(offset, std::min<uint64_t>(kIoBytes, end - offset)));
+            if (piece.empty()) return Corruption(*path + ": ended early while staging it");
+            if (::pwrite(w.fd, piece.data(), piece.size(), static_cast<off_t>(offset)) !=
+                static_cast<ssize_t>(piece.size())) {
+              return ResourceExhausted("cannot stage " + *path + " in " + options_.staging_dir +
+                                       ": " + std::strerror(errno));
+            }
+            offset += piece.size();
+          }
+        }
+        if (::ftruncate(w.fd, static_cast<off_t>((*reader)->info().size)) != 0) {
+          return ResourceExhausted("cannot stage " + *path + " in " + options_.staging_dir + ": " +
+                                   std::strerror(errno));
         }
       }
     }
@@ -624,8 +654,41 @@ class FuseMountImpl final : public FuseMount {
     return OkStatus();
   }
 
+  // Writes the staging file to `writer`: its data through the chunker, its holes (a truncate
+  // that extended the file, ranges a writer seeked over) as zero chunks, never read.
+  Status CopyStaged(WriteHandle& w, FileWriter& writer, const std::string& path, fuse_req_t req) {
+    struct stat st {};
+    if (::fstat(w.fd, &st) != 0) return IoError("cannot stat the staged bytes of " + path);
+    const off_t end = st.st_size;
+    std::string buffer(kIoBytes, '\0');
+    for (off_t offset = 0; offset < end;) {
+      if (Interrupted(req)) return InterruptedError();
+      // File systems without hole support report all data (SEEK_DATA = offset).
+      off_t data = ::lseek(w.fd, offset, SEEK_DATA);
+      if (data < 0) data = errno == ENXIO ? end : offset;
+      if (data > offset) {
+        WEFT_RETURN_IF_ERROR(writer.WriteZeros(static_cast<uint64_t>(data - offset)));
+        offset = data;
+        continue;
+      }
+      off_t hole = ::lseek(w.fd, offset, SEEK_HOLE);
+      if (hole < 0 || hole > end) hole = end;
+      for (; offset < hole;) {
+        if (Interrupted(req)) return InterruptedError();
+        const size_t want = static_cast<size_t>(std::min<off_t>(hole - offset, kIoBytes));
+        const ssize_t n = ::pread(w.fd, buffer.data(), want, offset);
+        if (n < 0) return IoError("cannot read the staged bytes of " + path);
+        if (n == 0) return IoError("the staged bytes of " + path + " ended early");
+        WEFT_RETURN_IF_ERROR(
+            writer.Write(AsBytes(std::string_view(buffer.data(), static_cast<size_t>(n)))));
+        offset += n;
+      }
+    }
+    return OkStatus();
+  }
+
   // Makes the staged bytes the file's new version. An unlinked file's bytes go with it.
-  Status Commit(WriteHandle& w) {
+  Status Commit(WriteHandle& w, fuse_req_t req) {
     if (!w.dirty) return OkStatus();
     std::optional<std::string> path = nodes_.PathOf(w.node);
     if (!path) {
@@ -649,16 +712,7 @@ class FuseMountImpl final : public FuseMount {
     }
     WEFT_ASSIGN_OR_RETURN(std::unique_ptr<FileWriter> writer,
                           volume_->OpenWriter(w.ctx, *path, opts));
-    std::string buffer(kIoBytes, '\0');
-    off_t offset = 0;
-    for (;;) {
-      ssize_t n = ::pread(w.fd, buffer.data(), buffer.size(), offset);
-      if (n < 0) return IoError("cannot read the staged bytes of " + *path);
-      if (n == 0) break;
-      WEFT_RETURN_IF_ERROR(
-          writer->Write(AsBytes(std::string_view(buffer.data(), static_cast<size_t>(n)))));
-      offset += n;
-    }
+    WEFT_RETURN_IF_ERROR(CopyStaged(w, *writer, *path, req));
     WEFT_RETURN_IF_ERROR(writer->Commit().status());
     return Committed(w);
   }
@@ -726,7 +780,7 @@ class FuseMountImpl final : public FuseMount {
     return it == writes_.end() || it->second.empty() ? nullptr : *it->second.begin();
   }
 
-  Status Truncate(const RequestContext& ctx, uint64_t node, uint64_t size) {
+  Status Truncate(const RequestContext& ctx, uint64_t node, uint64_t size, fuse_req_t req) {
     WriteHandle* open = OpenWriteOf(node);
     std::unique_ptr<WriteHandle> own;
     if (open == nullptr) {
@@ -737,13 +791,13 @@ class FuseMountImpl final : public FuseMount {
     {
       std::lock_guard lock(open->mu);
       open->AbandonStream();
-      done = Load(*open);
+      done = Load(*open, req);
       if (done.ok() && ::ftruncate(open->fd, static_cast<off_t>(size)) != 0) {
         done = ResourceExhausted("cannot truncate in " + options_.staging_dir);
       }
       if (done.ok()) open->dirty = true;
       // Without a handle open the truncation is its own version; with one, its close commits.
-      if (done.ok() && own) done = Commit(*open);
+      if (done.ok() && own) done = Commit(*open, req);
     }
     if (own) CloseWrite(own.get());
     return done;
@@ -871,8 +925,8 @@ class FuseMountImpl final : public FuseMount {
     RequestContext ctx = self->ContextOf(req);
     self->ForgetOpen(ino);
     if (to_set & FUSE_SET_ATTR_SIZE) {
-      Status truncated = self->Truncate(ctx, ino, static_cast<uint64_t>(attr->st_size));
-      if (!truncated.ok()) return (void)fuse_reply_err(req, ErrnoOf(truncated));
+      Status truncated = self->Truncate(ctx, ino, static_cast<uint64_t>(attr->st_size), req);
+      if (!truncated.ok()) return (void)fuse_reply_err(req, self->ErrnoFor(req, truncated));
     }
     SetAttrRequest change;
     if (to_set & FUSE_SET_ATTR_MODE) change.mode = attr->st_mode & 07777;
@@ -1163,8 +1217,8 @@ class FuseMountImpl final : public FuseMount {
     auto* w = dynamic_cast<WriteHandle*>(h);
     if (w == nullptr) return (void)fuse_reply_err(req, EBADF);
     std::lock_guard lock(w->mu);
-    Status loaded = self->Load(*w);
-    if (!loaded.ok()) return (void)fuse_reply_err(req, ErrnoOf(loaded));
+    Status loaded = self->Load(*w, req);
+    if (!loaded.ok()) return (void)fuse_reply_err(req, self->ErrnoFor(req, loaded));
     std::string buffer(size, '\0');
     ssize_t n = ::pread(w->fd, buffer.data(), size, off);
     if (n < 0) return (void)fuse_reply_err(req, EIO);
@@ -1188,8 +1242,8 @@ class FuseMountImpl final : public FuseMount {
     auto* w = dynamic_cast<WriteHandle*>(h);
     if (w == nullptr) return (void)fuse_reply_err(req, EBADF);
     std::lock_guard lock(w->mu);
-    Status loaded = self->Load(*w);
-    if (!loaded.ok()) return (void)fuse_reply_err(req, ErrnoOf(loaded));
+    Status loaded = self->Load(*w, req);
+    if (!loaded.ok()) return (void)fuse_reply_err(req, self->ErrnoFor(req, loaded));
     const bool streams = self->Streams(*w, static_cast<uint64_t>(off));
     ssize_t n = ::pwrite(w->fd, buf, size, off);
     if (n < 0) return (void)fuse_reply_err(req, errno == ENOSPC ? ENOSPC : EIO);
@@ -1258,8 +1312,8 @@ class FuseMountImpl final : public FuseMount {
     auto* w = dynamic_cast<WriteHandle*>(h);
     if (w == nullptr) return (void)fuse_reply_err(req, 0);
     std::lock_guard lock(w->mu);
-    Status committed = self->Commit(*w);
-    fuse_reply_err(req, ErrnoOf(committed));
+    Status committed = self->Commit(*w, req);
+    fuse_reply_err(req, self->ErrnoFor(req, committed));
   }
 
   static void OpFsync(fuse_req_t req, fuse_ino_t, int, struct fuse_file_info* fi) {
@@ -1268,7 +1322,7 @@ class FuseMountImpl final : public FuseMount {
     auto* w = dynamic_cast<WriteHandle*>(held.get());
     if (w == nullptr) return (void)fuse_reply_err(req, 0);  // committed versions are durable
     std::lock_guard lock(w->mu);
-    fuse_reply_err(req, ErrnoOf(self->Commit(*w)));
+    fuse_reply_err(req, self->ErrnoFor(req, self->Commit(*w, req)));
   }
 
   static void OpRelease(fuse_req_t req, fuse_ino_t, struct fuse_file_info* fi) {
@@ -1277,7 +1331,8 @@ class FuseMountImpl final : public FuseMount {
     if (auto* w = dynamic_cast<WriteHandle*>(held.get())) {
       {
         std::lock_guard lock(w->mu);
-        Status committed = self->Commit(*w);
+        // No caller waits for a release, and nothing interrupts it.
+        Status committed = self->Commit(*w, nullptr);
         if (!committed.ok()) {
           std::fprintf(stderr, "weft: a write was lost at close: %s\n",
                        committed.ToString().c_str());

@@ -166,8 +166,13 @@ Result<std::string> DecodeRecord(std::string_view record, const ChunkId& id, con
 
 class PackChunkStore final : public ChunkStore {
  public:
-  PackChunkStore(FileSystem* fs, std::string dir, int zstd_level, uint64_t target)
-      : fs_(fs), dir_(std::move(dir)), zstd_level_(zstd_level), target_(target) {}
+  PackChunkStore(FileSystem* fs, std::string dir, int zstd_level, uint64_t target,
+                 std::optional<uint64_t> reserve)
+      : fs_(fs),
+        dir_(std::move(dir)),
+        zstd_level_(zstd_level),
+        target_(target),
+        reserve_option_(reserve) {}
   ~PackChunkStore() override;
 
   Status Load();
@@ -258,10 +263,16 @@ class PackChunkStore final : public ChunkStore {
 
   Result<std::shared_ptr<RandomAccessFile>> ReaderLocked(Pack* pack);
 
+  // ResourceExhausted unless `bytes` more leave the disk its reserve (PackStoreOptions).
+  Status CheckReserveLocked(uint64_t bytes);
+  // Sweep: removes the packs in `doomed` that hold nothing live, counting them.
+  void DeletePacks(const std::set<uint64_t>& doomed, uint64_t* freed_bytes, uint64_t* deleted);
+
   FileSystem* const fs_;
   const std::string dir_;
   const int zstd_level_;
   const uint64_t target_;
+  const std::optional<uint64_t> reserve_option_;
 
   // Serializes Sweep and Verify; taken before mu_.
   std::mutex sweep_mu_;
@@ -532,10 +543,27 @@ Status PackChunkStore::MaybeHandOffLocked() {
   return HandOffLocked();
 }
 
+Status PackChunkStore::CheckReserveLocked(uint64_t bytes) {
+  Result<DiskSpace> space = fs_->Space(dir_);
+  if (!space.ok() || space->available == DiskSpace::kUnlimited) return OkStatus();
+  uint64_t reserve = reserve_option_.value_or(DefaultReserveBytes(space->total));
+  // Compaction (the only writer while a sweep runs) may dip into the reserve: each pack it
+  // rewrites frees more than its copies take, and on a full disk it is what frees space.
+  if (sweeping_) reserve /= 4;
+  if (space->available >= reserve && space->available - reserve >= bytes) return OkStatus();
+  return ResourceExhausted("the disk holding " + dir_ +
+                           " is full: " + std::to_string(space->available >> 20) +
+                           " MiB free, and " + std::to_string(reserve >> 20) +
+                           " MiB are kept for metadata (delete data or add space)");
+}
+
 Status PackChunkStore::HandOffLocked() {
   Pack& p = *active_;
   if (p.handed_size == p.data_size) return OkStatus();
   const uint64_t pack_id = p.id;  // p may be gone after RecoverActiveLocked
+  // Refused before anything is written: nothing to recover.
+  WEFT_RETURN_IF_ERROR(CheckReserveLocked(p.data_size - p.handed_size)
+                           .WithContext("writing pack " + PackIdHex(pack_id)));
   Status status = [&]() -> Status {
     if (p.writer == nullptr) {
       WEFT_ASSIGN_OR_RETURN(p.writer, fs_->NewWritableFile(PackPath(p.id)));
@@ -954,9 +982,19 @@ Result<SweepStats> PackChunkStore::Sweep(const std::function<bool(const ChunkId&
   }
   snapshot = {};
 
-  // Copy the live records of sparse packs into the active pack, in the stored form.
+  // Packs with nothing live go first: on a full disk that is the space compaction needs.
+  uint64_t freed_bytes = 0;
+  DeletePacks(drop, &freed_bytes, &stats.packs_deleted);
+
+  // Copy the live records of sparse packs into the active pack, in the stored form. A disk
+  // too full for the copies (the reserve, PackStoreOptions) ends compaction, not the sweep.
   Status first_error;
   uint64_t copied_bytes = 0;
+  bool out_of_space = false;
+  // Packs some of whose records were copied but not all: kept, and keeping their old index,
+  // since the copies may never become durable (a new index without the copied records would
+  // lose them in a crash). Their dead records come back at a reopen, for the next sweep.
+  std::set<uint64_t> partial;
   for (auto pack_it = rewrite.begin(); pack_it != rewrite.end();) {
     const uint64_t pack_id = *pack_it;
     std::vector<Entry>& entries = by_pack[pack_id];
@@ -980,50 +1018,50 @@ Result<SweepStats> PackChunkStore::Sweep(const std::function<bool(const ChunkId&
       std::lock_guard lock(mu_);
       auto it = index_.find(e.id);
       if (it == index_.end() || !it->second.SameRecord(e.loc)) continue;
-      WEFT_RETURN_IF_ERROR(MaybeHandOffLocked());
+      Status handed = MaybeHandOffLocked();
+      if (handed.code() == StatusCode::kResourceExhausted) {
+        out_of_space = true;
+        copied_all = false;
+        break;
+      }
+      WEFT_RETURN_IF_ERROR(handed);
       CopyRecordLocked(e.id, e.loc, record);
       copied_bytes += record.size();
       if (active_->data_size >= target_) WEFT_RETURN_IF_ERROR(SealActiveLocked());
     }
+    if (out_of_space) {
+      // The packs not reached stay as they are, with indexes without their dead records.
+      partial.insert(pack_id);
+      for (auto rest = std::next(pack_it); rest != rewrite.end(); ++rest) reindex.insert(*rest);
+      rewrite.erase(pack_it, rewrite.end());
+      break;
+    }
     if (copied_all) {
       ++pack_it;
     } else {
-      reindex.insert(pack_id);
+      partial.insert(pack_id);
       pack_it = rewrite.erase(pack_it);
     }
   }
   if (!rewrite.empty()) {
     // Old packs are deleted only once their copies are durable.
     std::lock_guard lock(mu_);
-    WEFT_RETURN_IF_ERROR(SyncActiveLocked());
-  }
-
-  uint64_t freed_bytes = 0;
-  for (const std::set<uint64_t>* doomed : {&drop, &rewrite}) {
-    for (uint64_t pack_id : *doomed) {
-      std::unique_ptr<Pack> gone;
-      {
-        std::lock_guard lock(mu_);
-        auto it = packs_.find(pack_id);
-        if (it == packs_.end() || it->second->live_chunks != 0) continue;
-        gone = std::move(it->second);
-        packs_.erase(it);
-      }
-      // Data first: an index left behind by a crash is removed at open, while a pack left
-      // without its index would be rescanned and bring its dead chunks back.
-      if (!fs_->RemoveFile(PackPath(pack_id)).ok()) continue;
-      if (gone->indexed || fs_->Exists(IndexPath(pack_id))) {
-        (void)fs_->RemoveFile(IndexPath(pack_id));
-      }
-      freed_bytes += gone->file_size;
-      ++(doomed == &drop ? stats.packs_deleted : stats.packs_rewritten);
+    Status synced = SyncActiveLocked();
+    if (synced.code() == StatusCode::kResourceExhausted) {
+      partial.insert(rewrite.begin(), rewrite.end());
+      rewrite.clear();
+    } else {
+      WEFT_RETURN_IF_ERROR(synced);
     }
   }
+  DeletePacks(rewrite, &freed_bytes, &stats.packs_rewritten);
   stats.bytes_reclaimed = freed_bytes > copied_bytes ? freed_bytes - copied_bytes : 0;
 
   // Kept packs that lost chunks get an index without them, so a reopen does not revive them.
   for (uint64_t pack_id : reindex) {
-    if (rewrite.contains(pack_id) || drop.contains(pack_id)) continue;
+    if (rewrite.contains(pack_id) || drop.contains(pack_id) || partial.contains(pack_id)) {
+      continue;
+    }
     std::lock_guard lock(mu_);
     auto it = packs_.find(pack_id);
     if (it == packs_.end() || !it->second->sealed) continue;
@@ -1032,6 +1070,28 @@ Result<SweepStats> PackChunkStore::Sweep(const std::function<bool(const ChunkId&
   (void)fs_->SyncDir(dir_);
   if (!first_error.ok()) return first_error;
   return stats;
+}
+
+void PackChunkStore::DeletePacks(const std::set<uint64_t>& doomed, uint64_t* freed_bytes,
+                                 uint64_t* deleted) {
+  for (uint64_t pack_id : doomed) {
+    std::unique_ptr<Pack> gone;
+    {
+      std::lock_guard lock(mu_);
+      auto it = packs_.find(pack_id);
+      if (it == packs_.end() || it->second->live_chunks != 0) continue;
+      gone = std::move(it->second);
+      packs_.erase(it);
+    }
+    // Data first: an index left behind by a crash is removed at open, while a pack left
+    // without its index would be rescanned and bring its dead chunks back.
+    if (!fs_->RemoveFile(PackPath(pack_id)).ok()) continue;
+    if (gone->indexed || fs_->Exists(IndexPath(pack_id))) {
+      (void)fs_->RemoveFile(IndexPath(pack_id));
+    }
+    *freed_bytes += gone->file_size;
+    ++*deleted;
+  }
 }
 
 Status PackChunkStore::Verify(std::vector<ChunkProblem>* problems) {
@@ -1112,6 +1172,12 @@ ChunkStoreStats PackChunkStore::Stats() {
 
 }  // namespace
 
+uint64_t DefaultReserveBytes(uint64_t total) {
+  // 4 MiB holds the metadata of a small disk; a tiny test disk keeps a tenth.
+  return std::min<uint64_t>(
+      64 << 20, std::max<uint64_t>(total / 20, std::min<uint64_t>(4 << 20, total / 10)));
+}
+
 Result<std::unique_ptr<ChunkStore>> OpenPackChunkStore(FileSystem* fs, const std::string& dir,
                                                        const PackStoreOptions& opts) {
   uint64_t target = opts.target_pack_size;
@@ -1127,7 +1193,8 @@ Result<std::unique_ptr<ChunkStore>> OpenPackChunkStore(FileSystem* fs, const std
   if (opts.zstd_level < ZSTD_minCLevel() || opts.zstd_level > ZSTD_maxCLevel()) {
     return InvalidArgument("zstd_level " + std::to_string(opts.zstd_level) + " is out of range");
   }
-  auto store = std::make_unique<PackChunkStore>(fs, dir, opts.zstd_level, target);
+  auto store =
+      std::make_unique<PackChunkStore>(fs, dir, opts.zstd_level, target, opts.reserve_bytes);
   WEFT_RETURN_IF_ERROR(store->Load().WithContext("opening pack store " + dir));
   return std::unique_ptr<ChunkStore>(std::move(store));
 }

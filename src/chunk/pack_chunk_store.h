@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "base/status.h"
@@ -24,7 +25,16 @@ struct PackStoreOptions {
   // When non-zero, replaces target_pack_size without its range check (at most 1 GiB), so tests
   // can seal packs after a few KiB.
   uint64_t target_pack_size_for_test = 0;
+  // Chunk data is refused (ResourceExhausted, nothing written) when it would leave the disk
+  // with less than this free, so the metadata store beside the packs always has room to
+  // commit, delete and recover: a full disk never stops it (RocksDB aborts on some write
+  // errors). Unset: 5 % of the disk, at least 4 MiB (a tenth of a disk under 40 MiB) and at
+  // most 64 MiB. Compaction in Sweep may use three quarters of it: it frees more than it takes.
+  std::optional<uint64_t> reserve_bytes;
 };
+
+// The reserve PackStoreOptions::reserve_bytes defaults to on a disk of `total` bytes.
+uint64_t DefaultReserveBytes(uint64_t total);
 
 // Opens the store in `dir`, creating the directory if needed. Loads every pack index; a pack
 // without a valid index (the active pack when the process died) is scanned up to its first

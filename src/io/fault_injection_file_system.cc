@@ -99,12 +99,24 @@ FaultInjectionFileSystem::~FaultInjectionFileSystem() {
   assert(open_files_.empty() && "a file outlived its FaultInjectionFileSystem");
 }
 
-bool FaultInjectionFileSystem::FitsLocked(uint64_t bytes) const {
+uint64_t FaultInjectionFileSystem::UsedLocked() const {
   // Summed on demand: files are few in tests, and renames, removals and crash recovery would
   // each have to keep a running total right.
   uint64_t used = 0;
   for (const auto& [path, state] : files_) used += state->size;
+  return used;
+}
+
+bool FaultInjectionFileSystem::FitsLocked(uint64_t bytes) const {
+  const uint64_t used = UsedLocked();
   return bytes <= capacity_ && used <= capacity_ - bytes;
+}
+
+Result<DiskSpace> FaultInjectionFileSystem::Space(const std::string& path) {
+  std::lock_guard lock(mu_);
+  if (capacity_ == kUnlimited) return base_->Space(path);
+  const uint64_t used = UsedLocked();
+  return DiskSpace{capacity_, used < capacity_ ? capacity_ - used : 0};
 }
 
 Status FaultInjectionFileSystem::MaybeFailLocked() {

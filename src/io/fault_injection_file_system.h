@@ -80,6 +80,8 @@ class FaultInjectionFileSystem final : public FileSystem {
   Result<uint64_t> FileSize(const std::string& path) override;
   bool Exists(const std::string& path) override;
   Status SyncDir(const std::string& dir) override;
+  // With a capacity set, that capacity and what it leaves; else the wrapped system's.
+  Result<DiskSpace> Space(const std::string& path) override;
 
  private:
   class File;
@@ -102,6 +104,7 @@ class FaultInjectionFileSystem final : public FileSystem {
   };
 
   Status MaybeFailLocked();
+  uint64_t UsedLocked() const;
   bool FitsLocked(uint64_t bytes) const;
   Result<std::string> DurableBytesLocked(const std::string& path);
   Status WriteDurableLocked(const std::string& path, std::string_view data);

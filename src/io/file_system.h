@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -38,9 +39,19 @@ class RandomAccessFile {
   virtual void WillNeed(uint64_t /*offset*/, uint64_t /*length*/) const {}
 };
 
+// The space of the file system holding a path, in bytes.
+struct DiskSpace {
+  static constexpr uint64_t kUnlimited = std::numeric_limits<uint64_t>::max();
+  uint64_t total = kUnlimited;
+  uint64_t available = kUnlimited;  // to this (unprivileged) process
+};
+
 class FileSystem {
  public:
   virtual ~FileSystem() = default;
+
+  // How full the file system holding `path` is. The default knows no limit (memory).
+  virtual Result<DiskSpace> Space(const std::string& /*path*/) { return DiskSpace{}; }
 
   // Creates (truncating) a file for appending.
   virtual Result<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path) = 0;

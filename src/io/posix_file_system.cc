@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -256,6 +257,13 @@ class PosixFileSystemImpl final : public FileSystem {
   }
 
   bool Exists(const std::string& path) override { return ::access(path.c_str(), F_OK) == 0; }
+
+  Result<DiskSpace> Space(const std::string& path) override {
+    struct statvfs st;
+    if (::statvfs(path.c_str(), &st) != 0) return PosixError("statvfs", path);
+    return DiskSpace{static_cast<uint64_t>(st.f_blocks) * st.f_frsize,
+                     static_cast<uint64_t>(st.f_bavail) * st.f_frsize};
+  }
 
   Status SyncDir(const std::string& dir) override {
     int fd;

@@ -69,7 +69,14 @@ class KvStore : public KvReader {
   virtual uint64_t ApproximateDiskBytes() { return 0; }
 };
 
-// Opens (creating if missing) a RocksDB store in `dir`.
+// Opens (creating if missing) a RocksDB store in `dir`. When the disk has less than
+// kMinFreeBytesToOpen free (a disk filled by something else, then a crash), the store opens
+// read-only instead, with everything acknowledged readable (RocksDB replays its log in
+// memory); each Write then fails with ResourceExhausted saying so. RocksDB aborts the process
+// on some write errors during recovery and close, so Weft never lets it write into a full
+// disk: the pack store keeps a reserve (PackStoreOptions::reserve_bytes), and a store that saw
+// a failed write is left unclosed at exit (its log was synced at every acknowledged write).
+inline constexpr uint64_t kMinFreeBytesToOpen = 1 << 20;
 Result<std::unique_ptr<KvStore>> OpenRocksKvStore(const std::string& dir);
 std::unique_ptr<KvStore> NewMemKvStore();
 

@@ -11,6 +11,9 @@
 #include <rocksdb/write_batch.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cstdarg>
+#include <cstdio>
 #include <exception>
 #include <new>
 
@@ -137,9 +140,18 @@ class RocksSnapshotReader final : public KvReader {
   const std::shared_ptr<SnapshotHolder> holder_;
 };
 
+// What the DB's deleter must know: whether RocksDB saw a failed write, after which its close
+// may abort (WritableFileWriter asserts on a writer with an earlier error).
+struct DbHealth {
+  std::atomic<bool> write_failed{false};
+};
+
 class RocksKvStore final : public KvStore {
  public:
-  explicit RocksKvStore(DbPtr db) : db_(std::move(db)) {}
+  RocksKvStore(DbPtr db, std::shared_ptr<DbHealth> health, std::string read_only_reason)
+      : db_(std::move(db)),
+        health_(std::move(health)),
+        read_only_reason_(std::move(read_only_reason)) {}
 
   Result<std::optional<std::string>> Get(std::string_view key) override {
     return GetFrom(db_.get(), nullptr, key);
@@ -151,7 +163,8 @@ class RocksKvStore final : public KvStore {
 
   Status Write(const WriteBatch& batch) override {
     if (batch.empty()) return OkStatus();
-    return CallRocks("writing metadata", [&] {
+    if (!read_only_reason_.empty()) return ResourceExhausted(read_only_reason_);
+    Status written = CallRocks("writing metadata", [&] {
       rocksdb::WriteBatch rb;
       for (const WriteBatch::Op& op : batch.ops()) {
         rocksdb::Status s =
@@ -162,6 +175,11 @@ class RocksKvStore final : public KvStore {
       options.sync = true;  // Acknowledged means durable: fsync the WAL before returning.
       return db_->Write(options, &rb);
     });
+    if (written.code() == StatusCode::kIoError ||
+        written.code() == StatusCode::kResourceExhausted) {
+      health_->write_failed = true;
+    }
+    return written;
   }
 
   std::unique_ptr<KvReader> NewSnapshot() override {
@@ -183,11 +201,35 @@ class RocksKvStore final : public KvStore {
 
  private:
   const DbPtr db_;
+  const std::shared_ptr<DbHealth> health_;
+  const std::string read_only_reason_;  // empty when writable
+};
+
+// RocksDB's own info LOG is a file in the store's directory, and Debian's RocksDB 7.8 (built
+// with asserts) aborts the process on the line logged after a write to it failed: on a full
+// disk, any open, write or close could then abort. Errors go to stderr instead, and the rest
+// (RocksDB's chatter) nowhere.
+class StderrLogger final : public rocksdb::Logger {
+ public:
+  StderrLogger() : Logger(rocksdb::InfoLogLevel::ERROR_LEVEL) {}
+  using rocksdb::Logger::Logv;
+  void Logv(const char* format, va_list ap) override {
+    char line[1024];
+    std::vsnprintf(line, sizeof line, format, ap);
+    std::fprintf(stderr, "weft: metadata store: %s\n", line);
+  }
+  void LogHeader(const char* /*format*/, va_list /*ap*/) override {}  // version banners
 };
 
 rocksdb::Options StoreOptions() {
   rocksdb::Options options;
+  options.info_log = std::make_shared<StderrLogger>();
   options.create_if_missing = true;
+  // No preallocation: a new store holds kilobytes, not a 36 MiB log (every write is synced,
+  // so preallocated blocks would not spare the metadata update anyway).
+  options.allow_fallocate = false;
+  // Recovery replays the log into memory and writes no table, so a nearly full disk opens.
+  options.avoid_flush_during_recovery = true;
   options.max_open_files = kMaxOpenFiles;
   options.write_buffer_size = kWriteBufferBytes;
   options.keep_log_file_num = 4;  // RocksDB's own info LOG files, not the WAL.
@@ -222,13 +264,31 @@ LockHolder LockHolderOf(const rocksdb::Status& s) {
 }  // namespace
 
 Result<std::unique_ptr<KvStore>> OpenRocksKvStore(const std::string& dir) {
-  WEFT_RETURN_IF_ERROR(PosixFileSystem()->CreateDirs(dir).WithContext("opening metadata store"));
+  FileSystem* fs = PosixFileSystem();
+  WEFT_RETURN_IF_ERROR(fs->CreateDirs(dir).WithContext("opening metadata store"));
+  std::string read_only_reason;
+  if (Result<DiskSpace> space = fs->Space(dir);
+      space.ok() && space->available < kMinFreeBytesToOpen && fs->Exists(dir + "/CURRENT")) {
+    read_only_reason = "the disk holding " + dir + " is full (" +
+                       std::to_string(space->available >> 10) +
+                       " KiB free): metadata opened read-only; free space and restart";
+  }
   rocksdb::DB* raw = nullptr;
   rocksdb::Status rs;
   Status s = CallRocks("opening metadata store in " + dir, [&] {
-    rs = rocksdb::DB::Open(StoreOptions(), dir, &raw);
+    rs = read_only_reason.empty() ? rocksdb::DB::Open(StoreOptions(), dir, &raw)
+                                  : rocksdb::DB::OpenForReadOnly(StoreOptions(), dir, &raw);
     return rs;
   });
+  if (!s.ok() && rs.IsNoSpace() && read_only_reason.empty()) {
+    // Recovery writes a new log and manifest; with no room for them, read what is there.
+    read_only_reason =
+        "the disk holding " + dir + " is full: metadata opened read-only; free space and restart";
+    s = CallRocks("opening metadata store in " + dir + " read-only", [&] {
+      rs = rocksdb::DB::OpenForReadOnly(StoreOptions(), dir, &raw);
+      return rs;
+    });
+  }
   if (!s.ok()) {
     switch (LockHolderOf(rs)) {
       case LockHolder::kOtherProcess:
@@ -242,11 +302,18 @@ Result<std::unique_ptr<KvStore>> OpenRocksKvStore(const std::string& dir) {
     }
     return s;
   }
-  DbPtr db(raw, [](rocksdb::DB* d) {
+  auto health = std::make_shared<DbHealth>();
+  DbPtr db(raw, [health](rocksdb::DB* d) {
+    uint64_t background_errors = 0;
+    d->GetIntProperty("rocksdb.background-errors", &background_errors);
+    // After a failed write RocksDB's close may abort the process: leave it open instead (the
+    // process is ending, and every acknowledged write is in the synced log).
+    if (health->write_failed || background_errors > 0) return;
     (void)d->Close();  // Nothing left to report a failure to; the WAL is synced already.
     delete d;
   });
-  return std::unique_ptr<KvStore>(std::make_unique<RocksKvStore>(std::move(db)));
+  return std::unique_ptr<KvStore>(
+      std::make_unique<RocksKvStore>(std::move(db), std::move(health), read_only_reason));
 }
 
 }  // namespace weft

@@ -37,6 +37,12 @@ Status EnsureRootKey(auth::IdentityStore& identities, FILE* out) {
     return InvalidArgument("set both WEFT_ROOT_ACCESS_KEY and WEFT_ROOT_SECRET_KEY, or neither");
   }
   if (access != nullptr) {
+    // Unchanged since the last start: nothing to write (a hub on a full disk, opened
+    // read-only, still starts and serves).
+    Result<auth::AccessKey> known = identities.LookupKey(access);
+    if (known.ok() && known->user == auth::kRootUser && known->secret_key == secret) {
+      return OkStatus();
+    }
     return identities.ImportKey(auth::kRootUser, access, secret).status();
   }
   WEFT_ASSIGN_OR_RETURN(auto keys, identities.ListKeys(auth::kRootUser));

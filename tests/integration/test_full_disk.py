@@ -1,26 +1,44 @@
 """A full disk: `weft put` of a file larger than a small tmpfs fails with a clear "no space"
-error, files committed earlier stay intact, and fsck stays clean."""
+error, files committed earlier stay intact, and fsck stays clean. A hub filled by PUTs until
+507, then killed, opens again (read-only when something else took the last bytes), never
+aborts, and takes writes again once space is freed."""
 
 import os
+import signal
 import subprocess
 import unittest
 
+from botocore.exceptions import ClientError
+
+from s3lib import S3TestCase
 from weftlib import MIB, WeftTestCase, incompressible
 
 TMPFS_SIZE = "16m"
 
 
+def mount_tmpfs(test, size):
+    """A tmpfs of `size` at test.mnt (skips where mounting is not allowed)."""
+    test.mnt = test.path("tmpfs")
+    os.makedirs(test.mnt)
+    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", test.mnt],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    if proc.returncode != 0:
+        raise unittest.SkipTest(f"cannot mount a tmpfs here (needs root and "
+                                f"CAP_SYS_ADMIN): {proc.stderr.decode().strip()}")
+    test.addCleanup(subprocess.run, ["umount", "-l", test.mnt])
+
+
+def disk_usage(path):
+    total = 0
+    for root, _, files in os.walk(path):
+        total += sum(os.lstat(os.path.join(root, f)).st_blocks * 512 for f in files)
+    return total
+
+
 class FullDiskTest(WeftTestCase):
     def setUp(self):
         super().setUp()
-        self.mnt = self.path("tmpfs")
-        os.makedirs(self.mnt)
-        proc = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={TMPFS_SIZE}", "tmpfs",
-                               self.mnt], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        if proc.returncode != 0:
-            raise unittest.SkipTest(f"cannot mount a tmpfs here (needs root and "
-                                    f"CAP_SYS_ADMIN): {proc.stderr.decode().strip()}")
-        self.addCleanup(subprocess.run, ["umount", "-l", self.mnt])
+        mount_tmpfs(self, TMPFS_SIZE)
         self.data = os.path.join(self.mnt, "data")
 
     def test_put_larger_than_disk(self):
@@ -40,6 +58,93 @@ class FullDiskTest(WeftTestCase):
         self.weft("put", "-", "/after.bin", input=b"small")
         self.assertEqual(self.weft("cat", "/after.bin").stdout, b"small")
         self.assert_fsck_clean()
+
+
+class HubFullDiskTest(S3TestCase):
+    """`weft serve` on a 64 MiB tmpfs."""
+
+    def setUp(self):
+        WeftTestCase.setUp(self)
+        mount_tmpfs(self, "64m")
+        self.data = os.path.join(self.mnt, "data")
+        self.start_hub()
+
+    def fill_with_puts(self, s3, prefix):
+        """PUTs 512 KiB objects until the hub answers 507; returns what it acknowledged."""
+        acked = {}
+        for i in range(1000):
+            key, body = f"{prefix}/{i:04d}", incompressible(f"{prefix}/{i}", 512 * 1024)
+            try:
+                s3.put_object(Bucket="bkt", Key=key, Body=body)
+            except ClientError as e:
+                self.assertEqual(e.response["ResponseMetadata"]["HTTPStatusCode"], 507)
+                self.assertEqual(e.response["Error"]["Code"], "InsufficientStorage")
+                self.assertIn("full", e.response["Error"]["Message"])
+                return acked
+            acked[key] = body
+        self.fail("a 64 MiB disk took 500 MiB")
+
+    def restart(self, kill=True):
+        if kill:
+            self.hub.proc.kill()
+            self.hub.proc.wait()
+        else:
+            self.assertEqual(self.hub.stop(), 0)  # never an abort (134)
+        self.assert_fsck_clean()
+        self.start_hub()
+        return self.boto3()
+
+    def assert_all_read_back(self, s3, acked):
+        for key, body in acked.items():
+            self.assertEqual(s3.get_object(Bucket="bkt", Key=key)["Body"].read(), body, key)
+
+    def test_filled_killed_reopened_and_freed(self):
+        # A fresh hub takes little of a small disk (the metadata log is not preallocated).
+        self.assertLess(disk_usage(self.data), 2 * MIB)
+        s3 = self.boto3()
+        s3.create_bucket(Bucket="bkt")
+        acked = {}
+        for cycle in range(3):
+            added = self.fill_with_puts(s3, f"c{cycle}")
+            self.assertGreater(len(added), 20)  # what the last cycle's deletes freed
+            acked.update(added)
+            s3 = self.restart(kill=cycle > 0)  # the first stop is a SIGTERM on the full disk
+            self.assert_all_read_back(s3, acked)
+            # Deleting is a metadata write: the reserve lets it through on a full disk. The
+            # oldest half goes, whole packs of it, which gc then frees.
+            doomed = sorted(acked)[:len(acked) // 2]
+            for key in doomed:
+                s3.delete_object(Bucket="bkt", Key=key)
+                del acked[key]
+            self.assertEqual(self.hub.stop(), 0)
+            self.weft("gc", "--keep-noncurrent", "0s")
+            s3 = self.restart(kill=False)
+            s3.put_object(Bucket="bkt", Key=f"after-{cycle}", Body=b"space again")
+            acked[f"after-{cycle}"] = b"space again"
+
+        # Something else takes the last bytes: the hub opens read-only, serves what it has,
+        # and says why it refuses writes.
+        filler = os.path.join(self.mnt, "filler")
+        with open(filler, "wb") as f:
+            try:
+                while True:
+                    f.write(b"\0" * MIB)
+                    f.flush()
+            except OSError:
+                pass
+        s3 = self.restart(kill=True)
+        self.assert_all_read_back(s3, acked)
+        with self.assertRaises(ClientError) as cm:
+            s3.put_object(Bucket="bkt", Key="refused", Body=b"x")
+        self.assertEqual(cm.exception.response["ResponseMetadata"]["HTTPStatusCode"], 507)
+        self.assertIn("is full", cm.exception.response["Error"]["Message"])
+        self.assertEqual(self.hub.stop(), 0)
+        os.remove(filler)
+        self.start_hub()
+        s3 = self.boto3()
+        s3.put_object(Bucket="bkt", Key="writable", Body=b"again")
+        self.assertEqual(s3.get_object(Bucket="bkt", Key="writable")["Body"].read(), b"again")
+        self.assert_all_read_back(s3, acked)
 
 
 if __name__ == "__main__":

@@ -1027,7 +1027,15 @@ Result<SweepStats> PackChunkStore::Sweep(const std::function<bool(const ChunkId&
       WEFT_RETURN_IF_ERROR(handed);
       CopyRecordLocked(e.id, e.loc, record);
       copied_bytes += record.size();
-      if (active_->data_size >= target_) WEFT_RETURN_IF_ERROR(SealActiveLocked());
+      if (active_->data_size >= target_) {
+        Status sealed = SealActiveLocked();
+        if (sealed.code() == StatusCode::kResourceExhausted) {
+          out_of_space = true;
+          copied_all = false;
+          break;
+        }
+        WEFT_RETURN_IF_ERROR(sealed);
+      }
     }
     if (out_of_space) {
       // The packs not reached stay as they are, with indexes without their dead records.

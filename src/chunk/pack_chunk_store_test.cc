@@ -890,6 +890,98 @@ TEST_F(PackChunkStoreFaultTest, DiskFullIsResourceExhaustedAndRecoverable) {
   EXPECT_TRUE(problems.empty()) << problems[0].status.ToString();
 }
 
+// Chunk data stops short of the reserve, so what the disk refuses is never the metadata
+// beside it: the store's own writes leave at least the reserve free.
+TEST_F(PackChunkStoreFaultTest, ChunkDataLeavesTheReserveFree) {
+  opts_.reserve_bytes = 64 << 10;
+  Open();
+  faulty_->SetCapacity(400 << 10);
+  Status failure;
+  for (int i = 0; i < 200 && failure.ok(); ++i) {
+    const std::string data = RandomBytes(7000, 100 + i);
+    Result<bool> put = store_->Put(ChunkId::Of(AsBytes(data)), AsBytes(data));
+    failure = put.ok() ? store_->Flush() : put.status();
+  }
+  ASSERT_EQ(failure.code(), StatusCode::kResourceExhausted) << failure.ToString();
+  EXPECT_NE(failure.message().find("kept for metadata"), std::string::npos) << failure.message();
+  EXPECT_EQ(faulty_->InjectedFailures(), 0u);  // refused before the disk had to refuse
+  EXPECT_GE(faulty_->Space(kDir)->available, 64u << 10);
+}
+
+// On a full disk a sweep deletes dead packs before it compacts, and a compaction the disk
+// cannot hold is cut short without losing a chunk, even across a crash.
+TEST_F(PackChunkStoreFaultTest, SweepOnAFullDiskFreesDeadPacksAndLosesNothing) {
+  opts_.reserve_bytes = 64 << 10;
+  Open();
+  std::vector<ChunkId> ids;
+  for (int i = 0; i < 60; ++i) ids.push_back(Put(RandomBytes(7000, 300 + i)));
+  ASSERT_TRUE(store_->Flush().ok());
+  // The disk is now full to its reserve.
+  uint64_t used = 0;
+  const std::vector<std::string> names = fs()->ListDir(kDir).value();
+  for (const std::string& name : names) {
+    used += fs()->FileSize(std::string(kDir) + "/" + name).value();
+  }
+  faulty_->SetCapacity(used + (64 << 10));
+  const std::string one_more = RandomBytes(7000, 999);
+  Result<bool> refused = store_->Put(ChunkId::Of(AsBytes(one_more)), AsBytes(one_more));
+  EXPECT_EQ(refused.ok() ? store_->Flush().code() : refused.status().code(),
+            StatusCode::kResourceExhausted);
+  // The first 20 go (whole packs), then every other one of the rest (sparse packs).
+  std::set<ChunkId> dead(ids.begin(), ids.begin() + 20);
+  for (size_t i = 21; i < ids.size(); i += 2) dead.insert(ids[i]);
+  const uint64_t free_before = faulty_->Space(kDir)->available;
+  Result<SweepStats> swept = store_->Sweep([&](const ChunkId& id) { return !dead.contains(id); });
+  ASSERT_TRUE(swept.ok()) << swept.status().ToString();
+  EXPECT_GT(swept->packs_deleted, 0u);
+  EXPECT_GT(faulty_->Space(kDir)->available, free_before);
+  for (const ChunkId& id : dead) chunks_.erase(id);
+  CheckAll();
+  Crash();
+  Open();
+  CheckAll();
+  std::vector<ChunkProblem> problems;
+  ASSERT_TRUE(store_->Verify(&problems).ok());
+  EXPECT_TRUE(problems.empty()) << problems[0].status.ToString();
+}
+
+// Sparse packs only, on a disk with no room for their live records: compaction copies what
+// fits and stops; the packs it could not finish keep their chunks across a crash.
+TEST_F(PackChunkStoreFaultTest, CompactionCutShortByAFullDiskLosesNothing) {
+  opts_.reserve_bytes = 64 << 10;
+  Open();
+  std::vector<ChunkId> ids;
+  for (int i = 0; i < 60; ++i) ids.push_back(Put(RandomBytes(7000, 600 + i)));
+  ASSERT_TRUE(store_->Flush().ok());
+  uint64_t used = 0;
+  const std::vector<std::string> names = fs()->ListDir(kDir).value();
+  for (const std::string& name : names) {
+    used += fs()->FileSize(std::string(kDir) + "/" + name).value();
+  }
+  // Room for about three records beyond the quarter of the reserve compaction keeps.
+  faulty_->SetCapacity(used + (16 << 10) + 3 * 7100);
+  std::set<ChunkId> dead;
+  for (size_t i = 0; i < ids.size(); i += 3) dead.insert(ids[i]);
+  for (size_t i = 1; i < ids.size(); i += 3) dead.insert(ids[i]);
+  const size_t packs = Files(".dat").size();
+  Result<SweepStats> swept = store_->Sweep([&](const ChunkId& id) { return !dead.contains(id); });
+  ASSERT_TRUE(swept.ok()) << swept.status().ToString();
+  EXPECT_LT(swept->packs_rewritten + 1, packs);  // cut short
+  for (const ChunkId& id : dead) chunks_.erase(id);
+  CheckAll();
+  // The process dies (what it wrote stays, what it held in memory goes), then the power.
+  store_.reset();
+  faulty_->ClearFaults();
+  Open();
+  CheckAll();
+  Crash();
+  Open();
+  CheckAll();
+  std::vector<ChunkProblem> problems;
+  ASSERT_TRUE(store_->Verify(&problems).ok());
+  EXPECT_TRUE(problems.empty()) << problems[0].status.ToString();
+}
+
 TEST_F(PackChunkStoreFaultTest, CrashDuringSweepKeepsLiveChunks) {
   auto fill = [&] {
     Result<std::unique_ptr<ChunkStore>> opened = OpenPackChunkStore(fs(), kDir, opts_);

@@ -302,6 +302,7 @@ Result<std::unique_ptr<KvStore>> OpenRocksKvStore(const std::string& dir) {
     }
     return s;
   }
+  if (!read_only_reason.empty()) std::fprintf(stderr, "weft: %s\n", read_only_reason.c_str());
   auto health = std::make_shared<DbHealth>();
   DbPtr db(raw, [health](rocksdb::DB* d) {
     uint64_t background_errors = 0;

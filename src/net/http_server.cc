@@ -83,6 +83,8 @@ constexpr int64_t kNoDeadline = std::numeric_limits<int64_t>::max();
 // GETs). Only while a quarter of the workers stay free for other connections.
 constexpr int kStayMs = 5;
 constexpr size_t kStayReadBytes = 16 << 10;
+// An idle connection's first read of its next head: small, as most connections are idle.
+constexpr size_t kFirstHeadBytes = 1 << 10;
 constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
 
 int64_t NowNs() {
@@ -367,7 +369,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Asynchronously, on the io thread: waits up to the idle timeout for the head's first byte,
   // then up to the header timeout for the rest (ReadHeadNow).
   void ReadHead();
-  void ReadHeadNow();
+  void ReadHeadNow(int64_t deadline_ns);
+  int64_t HeaderNs() const { return ServerImpl::Ns(server_.options().header_timeout); }
   void OnHead(const error_code& ec);
   Head Classify(const error_code& ec) const;
   // Worker thread: serves `head`'s request, then the connection's next ones while they come
@@ -426,6 +429,8 @@ class BodyReaderImpl final : public BodyReader {
   bool done() const { return chunked_ ? conn_.parser().is_done() : remaining_ == 0; }
   // The client waits for "100 Continue" before sending the body we have not read.
   bool awaiting_continue() const { return expect_continue_ && !continue_sent_ && !done(); }
+  // The client asked for 100 Continue and has not had it (its body may be empty).
+  bool continue_owed() const { return expect_continue_ && !continue_sent_; }
   // Body bytes not yet read; nullopt when unknown (chunked).
   std::optional<uint64_t> remaining() const {
     if (done()) return 0;
@@ -591,6 +596,11 @@ class ResponseWriterImpl final : public ResponseWriter {
       head_ += "Connection: keep-alive\r\n";
     }
     head_ += "\r\n";
+    // A final answer to "Expect: 100-continue" without a 100 first is allowed, but botocore
+    // then keeps the answer's status line for the connection's next request and misreads its
+    // response (a 60 s stall in `aws s3 sync` after every empty file): on a connection that
+    // stays open, the 100 goes first.
+    if (!close_ && body_ != nullptr && body_->continue_owed()) head_.insert(0, kContinue);
     return OkStatus();
   }
 
@@ -705,19 +715,25 @@ void Connection::PrepareParser() {
 
 void Connection::ReadHead() {
   PrepareParser();
-  if (buffer_.size() != 0 || (tls_ && SSL_pending(tls_->native_handle()) > 0)) {
-    return ReadHeadNow();
-  }
-  buffer_.shrink_to_fit();  // idle connections hold no buffer
+  if (buffer_.size() == 0) buffer_.shrink_to_fit();  // idle connections hold no buffer
+  // With TLS, the next request's bytes may already sit in the stream's own buffers, where
+  // neither the socket nor OpenSSL shows them: the whole head gets the idle timeout.
+  if (tls_) return ReadHeadNow(NowNs() + server_.idle_ns());
+  if (buffer_.size() != 0) return ReadHeadNow(NowNs() + HeaderNs());
   deadline_ = NowNs() + server_.idle_ns();
-  socket().async_wait(tcp::socket::wait_read, [self = shared_from_this()](error_code ec) {
-    if (ec) return self->Close();
-    self->ReadHeadNow();
-  });
+  // A read, not async_wait: Asio's epoll reactor is edge-triggered and async_wait does not
+  // look before it waits, so bytes that arrived while a worker owned the socket would never
+  // wake it; a read takes what is there first.
+  plain_->async_read_some(buffer_.prepare(kFirstHeadBytes),
+                          [self = shared_from_this()](error_code ec, size_t n) {
+                            if (ec) return self->Close();
+                            self->buffer_.commit(n);
+                            self->ReadHeadNow(NowNs() + self->HeaderNs());
+                          });
 }
 
-void Connection::ReadHeadNow() {
-  deadline_ = NowNs() + ServerImpl::Ns(server_.options().header_timeout);
+void Connection::ReadHeadNow(int64_t deadline_ns) {
+  deadline_ = deadline_ns;
   auto done = [self = shared_from_this()](error_code ec, size_t) { self->OnHead(ec); };
   if (tls_) {
     http::async_read_header(*tls_, buffer_, *parser_, std::move(done));
@@ -763,7 +779,7 @@ void Connection::Serve(Head head) {
     if (!NextHeadArrived()) return ReadHead();
     PrepareParser();
     error_code ec;
-    Io(NowNs() + ServerImpl::Ns(server_.options().header_timeout), [&](auto& stream) {
+    Io(NowNs() + HeaderNs(), [&](auto& stream) {
       http::read_header(stream, buffer_, *parser_, ec);
       return ec;
     });

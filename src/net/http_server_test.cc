@@ -342,6 +342,19 @@ TEST_F(HttpServerTest, ExpectContinueRejectedWithoutReading) {
   EXPECT_EQ(c.ReadToEof(), "");
 }
 
+// An empty body with "Expect: 100-continue" on a kept connection: the 100 goes before the
+// answer, which botocore needs to read the connection's next response right.
+TEST_F(HttpServerTest, ExpectContinueWithEmptyBodyGetsTheContinueFirst) {
+  StartServer();
+  Client c(port());
+  c.Send("PUT /x HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\nExpect: 100-continue\r\n\r\n");
+  EXPECT_EQ(c.ReadRaw(25), "HTTP/1.1 100 Continue\r\n\r\n");
+  Reply r = c.Read();
+  EXPECT_EQ(r.status, 200);
+  EXPECT_TRUE(r.keep_alive);
+  EXPECT_EQ(c.Request("GET", "/again", "y").body, "y");
+}
+
 TEST_F(HttpServerTest, HeadSendsContentLengthWithoutBody) {
   handler_.fn = [](const HttpRequest& req, BodyReader&, ResponseWriter& resp) {
     if (req.method == "HEAD") {
@@ -761,6 +774,22 @@ TEST_F(HttpServerTest, Https) {
     EXPECT_TRUE(res.body() == body);
   }
   EXPECT_TRUE(tls_seen);
+
+  // A request sent with the handshake's last flight, and two in one write: the bytes may wait
+  // in the TLS stream's buffers, where the socket shows nothing to read.
+  ssl::stream<tcp::socket> eager(io, ctx);
+  eager.next_layer().connect({asio::ip::make_address("127.0.0.1"), port()});
+  eager.handshake(ssl::stream_base::client);
+  const std::string two =
+      "PUT /a HTTP/1.1\r\nHost: h\r\nContent-Length: 1\r\n\r\naPUT /b HTTP/1.1\r\nHost: "
+      "h\r\nContent-Length: 1\r\n\r\nb";
+  asio::write(eager, asio::buffer(two));
+  beast::flat_buffer buffer;
+  for (const char* want : {"a", "b"}) {
+    http::response<http::string_body> res;
+    http::read(eager, buffer, res);
+    EXPECT_EQ(res.body(), want);
+  }
 }
 
 }  // namespace

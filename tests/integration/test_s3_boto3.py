@@ -86,6 +86,20 @@ class BucketsAndObjects(S3TestCase):
         self.assertEqual(s3.list_objects_v2(Bucket="data", Delimiter="/").get("CommonPrefixes"),
                          None)
 
+    def test_an_empty_put_leaves_the_connection_usable(self):
+        """botocore sends empty bodies with Expect: 100-continue; after an answer without the
+        100 it misread the connection's next response and waited for its read timeout (60 s
+        per empty file in `aws s3 sync`)."""
+        import time
+        s3 = self.boto3(max_pool_connections=1, read_timeout=5)
+        s3.create_bucket(Bucket="empties")
+        for i in range(3):
+            start = time.monotonic()
+            s3.put_object(Bucket="empties", Key=f"empty-{i}", Body=b"")
+            s3.put_object(Bucket="empties", Key=f"small-{i}", Body=b"x" * 25)
+            self.assertLess(time.monotonic() - start, 2)
+        self.assertEqual(s3.get_object(Bucket="empties", Key="small-2")["Body"].read(), b"x" * 25)
+
     def test_object_and_key_below_it_conflict(self):
         s3 = self.boto3()
         s3.create_bucket(Bucket="conf")

@@ -301,13 +301,12 @@ class BadInputTest(WeftTestCase):
                                  "/proc/self/mem", "/abandoned"],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         with open(fifo, "wb", buffering=0) as w:
-            w.write(incompressible("fifo", 3 * MIB // 2))
-            w.flush()
-            time.sleep(1)  # the other thread fails within milliseconds
             try:
+                w.write(incompressible("fifo", 3 * MIB // 2))
+                time.sleep(1)  # the other thread fails within milliseconds
                 w.write(incompressible("fifo2", 3 * MIB))
             except BrokenPipeError:
-                pass  # the reader gave up first
+                pass  # the reader gave up first (it may, even during the first write)
         out, err = proc.communicate(timeout=60)
         self.assertEqual(proc.returncode, 1, err)
         self.assertIn(b"/proc/self/mem", err)

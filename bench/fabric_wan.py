@@ -3,8 +3,9 @@
 spoke behind the WAN emulator, next to what a manual copy would move.
 
 For each generated dataset kind: v1 is uploaded to the hub, then read in full through a spoke
-behind `weft dev wan` (one-way delay, rate limit); then a v2 with 10 % of its files changed
-replaces it at the hub and is read in full again. The emulator counts every byte that crossed
+behind `weft dev wan` (one-way delay, rate limit), and read again once the hub's leases
+(--lease-ms, 1 s here) have lapsed (goal: metadata only, <= 2 % of the dataset's bytes); then
+a v2 with 10 % of its files changed replaces it at the hub and is read in full again. The emulator counts every byte that crossed
 towards the spoke (HTTP, metadata and chunks). References, on the same bytes:
   - initial copy:  tar | zstd -3 of v1
   - new version:   tar | zstd -3 of v2 (copying the version again), and rsync -z --checksum --no-whole-file
@@ -35,6 +36,7 @@ sys.path.insert(0, os.path.join(benchlib.ROOT, "tests", "integration"))
 ACCESS = "WEFTBENCHROOTKEY0001"
 SECRET = "weft-bench-root-secret-0123456789abcdefgh"
 REGION = "us-east-1"
+LEASE_MS = 1000
 
 
 class Proc:
@@ -170,7 +172,8 @@ def main():
     rows = []
     try:
         hub = Proc([args.weft, "--data", os.path.join(args.dir, "hub"), "serve", "--listen",
-                    "127.0.0.1:0"], r"serving S3 at (http://\S+)", env)
+                    "127.0.0.1:0", "--lease-ms", str(LEASE_MS)], r"serving S3 at (http://\S+)",
+                   env)
         procs.append(hub)
         wan = Proc([args.weft, "dev", "wan", "--listen", "127.0.0.1:0", "--target",
                     hub.value.removeprefix("http://"), "--delay-ms", str(args.delay_ms),
@@ -192,6 +195,10 @@ def main():
             before = downstream_bytes(wan)
             size1, secs1 = read_all(at_spoke, v1, kind, args.threads)
             wire1 = downstream_bytes(wan) - before
+            time.sleep(1.5 * LEASE_MS / 1000)  # every lease lapses
+            before = downstream_bytes(wan)
+            read_all(at_spoke, v1, kind, args.threads)
+            reread = downstream_bytes(wan) - before
             # v2 replaces v1 at the same keys (files v2 removed are removed from the bucket).
             names2 = {rel for rel, _ in files_of(v2)}
             for rel, _ in files_of(v1):
@@ -207,6 +214,7 @@ def main():
                    "v1_bytes": size1, "v1_wire": wire1, "v1_tar_zstd": tz1,
                    "v1_ratio": round(wire1 / tz1, 4), "v1_seconds": round(secs1, 2),
                    "v1_link_bound_seconds": round(wire1 / rate, 2),
+                   "reread_wire": reread, "reread_fraction": round(reread / size1, 4),
                    "v2_bytes": size2, "weft": wire2, "reference": tz2,
                    "reference_name": "tar | zstd -3 of v2", "ratio": round(wire2 / tz2, 4),
                    "rsync_z": rs2, "ratio_vs_rsync": round(wire2 / rs2, 4) if rs2 else None,
@@ -222,9 +230,11 @@ def main():
             proc.stop()
         shutil.rmtree(args.dir, ignore_errors=True)
     benchlib.table(rows, ["bench", "files", "v1_wire", "v1_tar_zstd", "v1_seconds",
-                          "v1_link_bound_seconds", "weft", "reference", "ratio", "rsync_z",
+                          "v1_link_bound_seconds", "reread_wire", "reread_fraction", "weft",
+                          "reference", "ratio", "rsync_z",
                           "ratio_vs_rsync", "v2_seconds"])
-    print("(v1 = first read of a new dataset through the spoke; weft = bytes on the wire to read"
+    print("(v1 = first read of a new dataset through the spoke; reread = the same after the"
+          " leases lapsed; weft = bytes on the wire to read"
           " v2 after 10 % of files changed; reference = tar | zstd -3 of v2; rsync_z = rsync -z"
           " delta of v1 -> v2; ratios: lower is better)")
 

@@ -3,6 +3,7 @@
 #include <openssl/rand.h>
 
 #include <array>
+#include <set>
 #include <unordered_map>
 
 #include "base/bytes.h"
@@ -369,8 +370,21 @@ Status HubService::LookupOne(Call& call, const std::string& spoke, const json& a
   const uint64_t inline_max =
       std::min<uint64_t>(args.value("inline_bytes", uint64_t{0}), kMaxInlineBytes);
   if (frames != nullptr && file && info->size <= inline_max) {
+    // Chunks the spoke says it holds (it read an earlier version, or this one before its
+    // lease lapsed) stay out: a re-read of unchanged files moves metadata only.
+    std::set<ChunkId> have;
+    if (auto listed = args.find("have"); listed != args.end() && listed->is_array()) {
+      for (const json& h : *listed) {
+        if (have.size() >= kMaxHaveIds) break;
+        if (!h.is_string()) return InvalidArgument("lookup: 'have' holds chunk ids in hex");
+        std::optional<ChunkId> id = ChunkId::FromHex(h.get<std::string>());
+        if (!id) return InvalidArgument("lookup: 'have' holds chunk ids in hex");
+        have.insert(*id);
+      }
+    }
     std::string out;
     for (size_t i = 0; i < chunks.size(); ++i) {
+      if (have.contains(chunks[i].id)) continue;
       WEFT_ASSIGN_OR_RETURN(std::shared_ptr<const std::string> data, file->ReadChunk(i));
       AppendChunkFrame(chunks[i].id, *data, &out);
     }

@@ -85,6 +85,8 @@ class HubService : public net::HttpHandler {
   static constexpr size_t kMaxLookupBatch = 1000;
   // The largest file a lookup carries inline.
   static constexpr uint64_t kMaxInlineBytes = 4 << 20;
+  // Chunk ids a lookup's 'have' may name (the chunks of one small file).
+  static constexpr size_t kMaxHaveIds = 256;
 
  private:
   struct Call;

@@ -17,6 +17,7 @@
 #include "chunk/bounded_chunk_store.h"
 #include "chunk/zero_chunks.h"
 #include "fabric/coherent_volume.h"
+#include "fabric/content_hints.h"
 #include "fabric/meta_cache.h"
 #include "vfs/path.h"
 #include "vfs/residency.h"
@@ -27,6 +28,9 @@ namespace {
 using Clock = std::chrono::steady_clock;
 // A stat at a spoke lists the directory when it holds at most this many entries (one page).
 constexpr uint32_t kStatListingEntries = 1000;
+// Files whose content a spoke remembers for its lookups' hints, per generation (two are kept:
+// up to about 60 MB for 2 x 256 Ki single-chunk files).
+constexpr size_t kHintedFiles = 256 << 10;
 // Plaintext of chunks just fetched, handed straight to the reader that asked for them, so
 // that an eviction round between the fetch and the read cannot take them away. The keys are
 // the chunks wanted; a value stays null unless its chunk came in that fetch.
@@ -475,6 +479,12 @@ class PortalVolumeImpl final : public PortalVolume, private DataStore {
     if (snapshot) args["snapshot"] = *snapshot;
     if (for_read && options_.inline_read_bytes > 0) {
       args["inline_bytes"] = options_.inline_read_bytes;
+      // What this spoke still holds of the version it last saw: the hub leaves it out.
+      json have = json::array();
+      for (const ChunkId& id : hints_.Recall(hub_path)) {
+        if (chunks_->Contains(id)) have.push_back(id.ToHex());
+      }
+      if (!have.empty()) args["have"] = std::move(have);
     }
     json error_body;
     std::string frames;
@@ -485,6 +495,7 @@ class PortalVolumeImpl final : public PortalVolume, private DataStore {
       WEFT_ASSIGN_OR_RETURN(result.info, InfoFromJson(reply->at("info")));
       if (reply->contains("chunks")) {
         WEFT_ASSIGN_OR_RETURN(result.chunks, ChunksFromJson(reply->at("chunks")));
+        if (!snapshot) hints_.Remember(hub_path, result.chunks);
       }
       WEFT_RETURN_IF_ERROR(StoreFrames(frames).status());
       lease_ms = reply->value("lease_ms", int64_t{0});
@@ -1316,6 +1327,8 @@ class PortalVolumeImpl final : public PortalVolume, private DataStore {
   std::shared_ptr<ChunkStore> chunks_;          // bounded_ or the store given
 
   MetaCache cache_;
+  // Survives leases and invalidations: lookups name what the spoke holds (content_hints.h).
+  ContentHints hints_{kHintedFiles};
 
   std::mutex pinned_mu_;
   std::map<std::string, std::shared_ptr<const SnapshotView>> pinned_;  // GUARDED_BY(pinned_mu_)

@@ -382,11 +382,39 @@ Status HubService::LookupOne(Call& call, const std::string& spoke, const json& a
         have.insert(*id);
       }
     }
+    // The rest goes as deltas against the chunks of the version the spoke holds them of, at
+    // the same offsets (an edited or appended-to file costs about what changed).
+    std::unique_ptr<FileReader> base;
+    if (auto version = OptionalString(args, "base_version"); version && !have.empty()) {
+      if (auto opened = OpenVersion(call.ctx, path, *version); opened.ok())
+        base = std::move(*opened);
+    }
+    std::vector<uint64_t> base_ends;
+    if (base) {
+      uint64_t end = 0;
+      for (const ChunkRef& c : base->chunks()) base_ends.push_back(end += c.length);
+    }
     std::string out;
-    for (size_t i = 0; i < chunks.size(); ++i) {
+    uint64_t offset = 0;
+    for (size_t i = 0; i < chunks.size(); offset += chunks[i++].length) {
       if (have.contains(chunks[i].id)) continue;
       WEFT_ASSIGN_OR_RETURN(std::shared_ptr<const std::string> data, file->ReadChunk(i));
-      AppendChunkFrame(chunks[i].id, *data, &out);
+      std::shared_ptr<const std::string> base_data;
+      DeltaBase delta;
+      if (base) {
+        // Past the old end (an append), the last old chunk: like content, a useful dictionary.
+        const auto j = std::min(
+            static_cast<size_t>(std::upper_bound(base_ends.begin(), base_ends.end(), offset) -
+                                base_ends.begin()),
+            base_ends.size() - 1);
+        if (!base_ends.empty() && have.contains(base->chunks()[j].id)) {
+          if (auto read = base->ReadChunk(j); read.ok()) {
+            base_data = *read;
+            delta = DeltaBase{base->chunks()[j].id, *base_data};
+          }
+        }
+      }
+      AppendChunkFrame(chunks[i].id, *data, &out, base_data ? &delta : nullptr);
     }
     {
       std::lock_guard lock(mu_);
@@ -557,6 +585,10 @@ Status HubService::Fetch(Call& call) {
   struct Wanted {
     std::unique_ptr<FileReader> reader;
     const json* indices;
+    // The spoke's earlier version and, by wanted index, the index of its chunk to send a
+    // delta against (the spoke holds it).
+    std::unique_ptr<FileReader> base;
+    std::unordered_map<size_t, size_t> base_of;
   };
   std::vector<Wanted> wanted;
   uint64_t plaintext_bytes = 0;
@@ -573,7 +605,17 @@ Status HubService::Fetch(Call& call) {
         plaintext_bytes += reader->chunks()[i].length + kFrameHeaderBytes;
       }
     }
-    wanted.push_back({std::move(reader), &indices});
+    Wanted w{std::move(reader), &indices, nullptr, {}};
+    if (auto version = OptionalString(item, "base_version"); version && item.contains("bases")) {
+      if (auto base = OpenVersion(call.ctx, path, *version); base.ok()) {
+        w.base = std::move(*base);
+        for (const json& pair : item.at("bases")) {
+          const size_t i = pair.at(0).get<size_t>(), j = pair.at(1).get<size_t>();
+          if (j < w.base->chunks().size()) w.base_of[i] = j;
+        }
+      }
+    }
+    wanted.push_back(std::move(w));
   }
   std::string out;
   out.reserve(std::min<uint64_t>(plaintext_bytes, options_.max_body_bytes));
@@ -581,7 +623,15 @@ Status HubService::Fetch(Call& call) {
     for (const json& index : *w.indices) {
       size_t i = index.get<size_t>();
       WEFT_ASSIGN_OR_RETURN(std::shared_ptr<const std::string> data, w.reader->ReadChunk(i));
-      AppendChunkFrame(w.reader->chunks()[i].id, *data, &out);
+      std::shared_ptr<const std::string> base_data;
+      DeltaBase delta;
+      if (auto b = w.base_of.find(i); b != w.base_of.end()) {
+        if (auto read = w.base->ReadChunk(b->second); read.ok()) {
+          base_data = *read;
+          delta = DeltaBase{w.base->chunks()[b->second].id, *base_data};
+        }
+      }
+      AppendChunkFrame(w.reader->chunks()[i].id, *data, &out, base_data ? &delta : nullptr);
       if (out.size() > options_.max_body_bytes) {
         return InvalidArgument("fetch batch larger than " +
                                std::to_string(options_.max_body_bytes));

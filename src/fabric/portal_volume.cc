@@ -28,9 +28,10 @@ namespace {
 using Clock = std::chrono::steady_clock;
 // A stat at a spoke lists the directory when it holds at most this many entries (one page).
 constexpr uint32_t kStatListingEntries = 1000;
-// Files whose content a spoke remembers for its lookups' hints, per generation (two are kept:
-// up to about 60 MB for 2 x 256 Ki single-chunk files).
+// Files and chunk refs whose content a spoke remembers for its lookups' hints and deltas, per
+// generation (two are kept: at most about 60 MB).
 constexpr size_t kHintedFiles = 256 << 10;
+constexpr size_t kHintedChunks = 512 << 10;
 // Plaintext of chunks just fetched, handed straight to the reader that asked for them, so
 // that an eviction round between the fetch and the read cannot take them away. The keys are
 // the chunks wanted; a value stays null unless its chunk came in that fetch.
@@ -479,12 +480,20 @@ class PortalVolumeImpl final : public PortalVolume, private DataStore {
     if (snapshot) args["snapshot"] = *snapshot;
     if (for_read && options_.inline_read_bytes > 0) {
       args["inline_bytes"] = options_.inline_read_bytes;
-      // What this spoke still holds of the version it last saw: the hub leaves it out.
-      json have = json::array();
-      for (const ChunkId& id : hints_.Recall(hub_path)) {
-        if (chunks_->Contains(id)) have.push_back(id.ToHex());
+      // What this spoke still holds of the version it last saw: the hub leaves it out, and
+      // sends the rest as deltas against it.
+      if (std::optional<KnownContent> known = hints_.Recall(hub_path)) {
+        json have = json::array();
+        for (const ChunkRef& c : known->latest.chunks) {
+          if (have.size() < HubService::kMaxHaveIds && chunks_->Contains(c.id)) {
+            have.push_back(c.id.ToHex());
+          }
+        }
+        if (!have.empty()) {
+          args["have"] = std::move(have);
+          args["base_version"] = known->latest.version_id;
+        }
       }
-      if (!have.empty()) args["have"] = std::move(have);
     }
     json error_body;
     std::string frames;
@@ -495,7 +504,7 @@ class PortalVolumeImpl final : public PortalVolume, private DataStore {
       WEFT_ASSIGN_OR_RETURN(result.info, InfoFromJson(reply->at("info")));
       if (reply->contains("chunks")) {
         WEFT_ASSIGN_OR_RETURN(result.chunks, ChunksFromJson(reply->at("chunks")));
-        if (!snapshot) hints_.Remember(hub_path, result.chunks);
+        if (!snapshot) hints_.Remember(hub_path, result.info.version_id, result.chunks);
       }
       WEFT_RETURN_IF_ERROR(StoreFrames(frames).status());
       lease_ms = reply->value("lease_ms", int64_t{0});
@@ -725,22 +734,46 @@ class PortalVolumeImpl final : public PortalVolume, private DataStore {
     }
     if (batches.back().empty()) batches.pop_back();
     std::mutex kept_mu;
-    auto fetch = [&](const Batch& batch) -> Status {
+    // The earlier version of each file this spoke holds chunks of: the hub sends the wanted
+    // chunks as deltas against its chunks at the same offsets.
+    std::vector<std::optional<KnownVersion>> bases(items.size());
+    for (size_t k = 0; k < items.size(); ++k) bases[k] = BaseFor(items[k]);
+    auto fetch = [&](const Batch& batch, bool with_bases,
+                     std::unordered_set<ChunkId, ChunkIdHash>* unresolved) -> Status {
       json wanted = json::array();
       size_t expected = 0;
       for (const auto& [k, indices] : batch) {
-        wanted.push_back(
-            {{"path", items[k].hub_path}, {"version", items[k].version}, {"indices", indices}});
+        json item = {
+            {"path", items[k].hub_path}, {"version", items[k].version}, {"indices", indices}};
+        if (with_bases && bases[k]) AddDeltaBases(*items[k].chunks, indices, *bases[k], &item);
+        wanted.push_back(std::move(item));
         expected += indices.size();
       }
       json args = {{"items", std::move(wanted)}};
       WEFT_ASSIGN_OR_RETURN(std::string frames, hub_->CallBinary("fetch", args));
-      WEFT_ASSIGN_OR_RETURN(size_t got, StoreFrames(frames, kept, &kept_mu));
-      if (got != expected) {
+      std::vector<ChunkId> undecoded;
+      WEFT_ASSIGN_OR_RETURN(size_t got, StoreFrames(frames, kept, &kept_mu, &undecoded));
+      if (got + undecoded.size() != expected || (!undecoded.empty() && !with_bases)) {
         return Internal("hub sent " + std::to_string(got) + " of " + std::to_string(expected) +
                         " chunks");
       }
+      if (unresolved != nullptr) unresolved->insert(undecoded.begin(), undecoded.end());
       return OkStatus();
+    };
+    // A delta whose base was evicted meanwhile cannot be decoded: those chunks again, whole.
+    auto fetch_batch = [&](const Batch& batch) -> Status {
+      std::unordered_set<ChunkId, ChunkIdHash> unresolved;
+      WEFT_RETURN_IF_ERROR(fetch(batch, true, &unresolved));
+      if (unresolved.empty()) return OkStatus();
+      Batch again;
+      for (const auto& [k, indices] : batch) {
+        std::vector<size_t> redo;
+        for (size_t i : indices) {
+          if (unresolved.contains((*items[k].chunks)[i].id)) redo.push_back(i);
+        }
+        if (!redo.empty()) again.emplace_back(k, std::move(redo));
+      }
+      return fetch(again, false, nullptr);
     };
     // At most one batch per connection at a time; waves of them for a long read. The last
     // batch of a wave runs on this thread: most reads need one batch, and a thread started
@@ -751,9 +784,9 @@ class PortalVolumeImpl final : public PortalVolume, private DataStore {
       const size_t end = std::min(batches.size(), start + parallel);
       std::vector<std::future<Status>> running;
       for (size_t b = start; b + 1 < end; ++b) {
-        running.push_back(std::async(std::launch::async, fetch, std::cref(batches[b])));
+        running.push_back(std::async(std::launch::async, fetch_batch, std::cref(batches[b])));
       }
-      first = fetch(batches[end - 1]);
+      first = fetch_batch(batches[end - 1]);
       for (auto& f : running) {
         Status s = f.get();
         if (first.ok() && !s.ok()) first = s;
@@ -762,15 +795,62 @@ class PortalVolumeImpl final : public PortalVolume, private DataStore {
     return first;
   }
 
+  // The version of `item`'s file that this spoke saw before the one it fetches, if it knows
+  // one: its chunks are the bases of deltas.
+  std::optional<KnownVersion> BaseFor(const FetchItem& item) {
+    std::optional<KnownContent> known = hints_.Recall(item.hub_path);
+    if (!known) return std::nullopt;
+    if (known->latest.version_id != item.version) return known->latest;
+    return known->previous;
+  }
+
+  // Adds to a fetch item, for each wanted chunk, the chunk of `base` that covers the same
+  // offset, when this spoke holds it: "base_version" and "bases": [[index, base index], ...].
+  void AddDeltaBases(const std::vector<ChunkRef>& chunks, const std::vector<size_t>& indices,
+                     const KnownVersion& base, json* item) {
+    std::vector<uint64_t> base_ends;  // exclusive end offset of each base chunk
+    uint64_t end = 0;
+    for (const ChunkRef& c : base.chunks) base_ends.push_back(end += c.length);
+    std::vector<uint64_t> starts;
+    uint64_t at = 0;
+    for (const ChunkRef& c : chunks) {
+      starts.push_back(at);
+      at += c.length;
+    }
+    json pairs = json::array();
+    for (size_t i : indices) {
+      // Past the old end (an append), the last old chunk: like content, a useful dictionary.
+      const auto j = std::min(
+          static_cast<size_t>(std::upper_bound(base_ends.begin(), base_ends.end(), starts[i]) -
+                              base_ends.begin()),
+          base.chunks.size() - 1);
+      if (!chunks_->Contains(base.chunks[j].id)) continue;
+      pairs.push_back({i, j});
+    }
+    if (pairs.empty()) return;
+    (*item)["base_version"] = base.version_id;
+    (*item)["bases"] = std::move(pairs);
+  }
+
   // Stores the chunk frames of a hub answer (verified by id as they are put), handing those
-  // `*kept` names back there too; how many.
+  // `*kept` names back there too; how many. Delta frames are decoded against this spoke's
+  // chunks; one whose base is gone is not stored, and goes to `*unresolved`.
   Result<size_t> StoreFrames(std::string_view in, FetchedChunks* kept = nullptr,
-                             std::mutex* kept_mu = nullptr) {
+                             std::mutex* kept_mu = nullptr,
+                             std::vector<ChunkId>* unresolved = nullptr) {
     bytes_fetched_ += in.size();
     size_t got = 0;
+    const BaseLookup bases = [this](const ChunkId& id) -> std::shared_ptr<const std::string> {
+      Result<std::shared_ptr<const std::string>> base = chunks_->GetShared(id);
+      return base.ok() ? *base : nullptr;
+    };
     while (true) {
-      WEFT_ASSIGN_OR_RETURN(std::optional<ChunkFrame> frame, NextChunkFrame(&in));
+      WEFT_ASSIGN_OR_RETURN(std::optional<ChunkFrame> frame, NextChunkFrame(&in, &bases));
       if (!frame) return got;
+      if (frame->unresolved) {
+        if (unresolved != nullptr) unresolved->push_back(frame->id);
+        continue;
+      }
       WEFT_RETURN_IF_ERROR(chunks_->Put(frame->id, AsBytes(frame->plaintext)).status());
       if (kept != nullptr) {
         std::lock_guard lock(*kept_mu);
@@ -1328,7 +1408,7 @@ class PortalVolumeImpl final : public PortalVolume, private DataStore {
 
   MetaCache cache_;
   // Survives leases and invalidations: lookups name what the spoke holds (content_hints.h).
-  ContentHints hints_{kHintedFiles};
+  ContentHints hints_{kHintedFiles, kHintedChunks};
 
   std::mutex pinned_mu_;
   std::map<std::string, std::shared_ptr<const SnapshotView>> pinned_;  // GUARDED_BY(pinned_mu_)

@@ -1,5 +1,7 @@
 #include "fabric/wire.h"
 
+#include <zstd.h>
+
 #include "base/bytes.h"
 #include "chunk/codec.h"
 
@@ -7,6 +9,56 @@ namespace weft::fabric {
 namespace {
 
 constexpr int kWireZstdLevel = 1;  // the link, not the cores, should be the bottleneck
+constexpr uint8_t kDeltaCodec = 2;
+// A delta costs a zstd pass over its base as well: a level that finds the long matches.
+constexpr int kDeltaZstdLevel = 3;
+
+// Contexts kept per thread: a delta is a few hundred KiB of work, and making a context each
+// time would cost as much.
+struct ZstdContexts {
+  ZSTD_CCtx* c = ZSTD_createCCtx();
+  ZSTD_DCtx* d = ZSTD_createDCtx();
+  ~ZstdContexts() {
+    ZSTD_freeCCtx(c);
+    ZSTD_freeDCtx(d);
+  }
+};
+ZstdContexts& Contexts() {
+  thread_local ZstdContexts contexts;
+  return contexts;
+}
+
+// base id, then `plaintext` compressed with the base's plaintext as zstd's prefix.
+bool EncodeDelta(std::string_view plaintext, const DeltaBase& base, std::string* out) {
+  ZSTD_CCtx* c = Contexts().c;
+  ZSTD_CCtx_reset(c, ZSTD_reset_session_and_parameters);
+  if (ZSTD_isError(ZSTD_CCtx_setParameter(c, ZSTD_c_compressionLevel, kDeltaZstdLevel)) ||
+      ZSTD_isError(ZSTD_CCtx_refPrefix(c, base.plaintext.data(), base.plaintext.size()))) {
+    return false;
+  }
+  out->assign(base.id.raw());
+  out->resize(ChunkId::kSize + ZSTD_compressBound(plaintext.size()));
+  const size_t n = ZSTD_compress2(c, out->data() + ChunkId::kSize, out->size() - ChunkId::kSize,
+                                  plaintext.data(), plaintext.size());
+  if (ZSTD_isError(n)) return false;
+  out->resize(ChunkId::kSize + n);
+  return true;
+}
+
+Result<std::string> DecodeDelta(std::string_view stored, const std::string& base,
+                                uint32_t raw_size) {
+  ZSTD_DCtx* d = Contexts().d;
+  ZSTD_DCtx_reset(d, ZSTD_reset_session_and_parameters);
+  if (ZSTD_isError(ZSTD_DCtx_refPrefix(d, base.data(), base.size()))) {
+    return InvalidArgument("delta chunk frame: zstd refused its base");
+  }
+  std::string plain(raw_size, '\0');
+  const size_t n = ZSTD_decompressDCtx(d, plain.data(), plain.size(), stored.data(), stored.size());
+  if (ZSTD_isError(n) || n != raw_size) {
+    return InvalidArgument("delta chunk frame does not decode");
+  }
+  return plain;
+}
 
 // Runs a decoder body, turning nlohmann's type and key errors into InvalidArgument.
 template <typename T, typename Fn>
@@ -185,18 +237,26 @@ Result<json> ParseJson(std::string_view body) {
   return j;
 }
 
-void AppendChunkFrame(const ChunkId& id, std::string_view plaintext, std::string* out) {
+void AppendChunkFrame(const ChunkId& id, std::string_view plaintext, std::string* out,
+                      const DeltaBase* base) {
   std::string compressed;
   Codec codec = EncodeChunk(AsBytes(plaintext), kWireZstdLevel, &compressed);
   std::string_view stored = codec == Codec::kZstd ? std::string_view(compressed) : plaintext;
+  uint8_t wire_codec = static_cast<uint8_t>(codec);
+  std::string delta;
+  if (base != nullptr && base->id != id && EncodeDelta(plaintext, *base, &delta) &&
+      delta.size() < stored.size()) {
+    stored = delta;
+    wire_codec = kDeltaCodec;
+  }
   out->append(id.raw());
   PutBigEndian32(out, static_cast<uint32_t>(plaintext.size()));
-  out->push_back(static_cast<char>(codec));
+  out->push_back(static_cast<char>(wire_codec));
   PutBigEndian32(out, static_cast<uint32_t>(stored.size()));
   out->append(stored);
 }
 
-Result<std::optional<ChunkFrame>> NextChunkFrame(std::string_view* in) {
+Result<std::optional<ChunkFrame>> NextChunkFrame(std::string_view* in, const BaseLookup* bases) {
   if (in->empty()) return std::optional<ChunkFrame>();
   if (in->size() < kFrameHeaderBytes) return InvalidArgument("truncated chunk frame header");
   const char* p = in->data();
@@ -205,12 +265,31 @@ Result<std::optional<ChunkFrame>> NextChunkFrame(std::string_view* in) {
   uint32_t raw_size = GetBigEndian32(p + 32);
   uint8_t codec = static_cast<uint8_t>(p[36]);
   uint32_t stored_size = GetBigEndian32(p + 37);
-  if (!IsKnownCodec(codec)) return InvalidArgument("chunk frame with unknown codec");
+  if (!IsKnownCodec(codec) && codec != kDeltaCodec) {
+    return InvalidArgument("chunk frame with unknown codec");
+  }
   if (raw_size == 0 || raw_size > kMaxWireChunk || stored_size > kMaxWireChunk) {
     return InvalidArgument("chunk frame with an impossible size");
   }
   if (in->size() - kFrameHeaderBytes < stored_size) return InvalidArgument("truncated chunk frame");
   std::string_view stored = in->substr(kFrameHeaderBytes, stored_size);
+  if (codec == kDeltaCodec) {
+    if (bases == nullptr) return InvalidArgument("a delta chunk frame where none is expected");
+    if (stored.size() < ChunkId::kSize) return InvalidArgument("truncated delta chunk frame");
+    const std::shared_ptr<const std::string> base =
+        (*bases)(*ChunkId::FromBytes(stored.substr(0, ChunkId::kSize)));
+    in->remove_prefix(kFrameHeaderBytes + stored_size);
+    if (base == nullptr) {
+      frame.unresolved = true;
+      return std::optional<ChunkFrame>(std::move(frame));
+    }
+    WEFT_ASSIGN_OR_RETURN(frame.plaintext,
+                          DecodeDelta(stored.substr(ChunkId::kSize), *base, raw_size));
+    if (ChunkId::Of(AsBytes(frame.plaintext)) != frame.id) {
+      return InvalidArgument("chunk frame " + frame.id.ShortHex() + " does not match its bytes");
+    }
+    return std::optional<ChunkFrame>(std::move(frame));
+  }
   auto plain = DecodeChunk(static_cast<Codec>(codec), AsBytes(stored), raw_size);
   if (!plain.ok())
     return InvalidArgument("chunk frame does not decode: " + plain.status().message());

@@ -2,7 +2,10 @@
 // frames, each chunk zstd-compressed when that saves at least 5 %:
 //
 //   frame := id[32] plaintext_length:u32be codec:u8 stored_length:u32be stored[stored_length]
-//   codec := 0 raw | 1 zstd
+//   codec := 0 raw | 1 zstd | 2 delta
+//   delta stored := base_id[32] zstd frame compressed with the base chunk's plaintext as its
+//                   prefix (zstd --patch-from): a chunk the receiver holds, of an earlier
+//                   version of the same file, so an edited region costs about its own size
 //
 // A commit body is a JSON header, then frames of the chunks sent inline:
 //
@@ -12,6 +15,8 @@
 // hash to their id is InvalidArgument and nothing is used. Pure functions; thread-safe.
 #pragma once
 
+#include <functional>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -55,17 +60,32 @@ Result<UsageInfo> UsageFromJson(const json& j);
 // Parses a JSON body; InvalidArgument naming the problem.
 Result<json> ParseJson(std::string_view body);
 
-// Appends one frame carrying `plaintext` (compressed when it pays).
-void AppendChunkFrame(const ChunkId& id, std::string_view plaintext, std::string* out);
+// A chunk the receiver holds, to encode another against (codec 2).
+struct DeltaBase {
+  ChunkId id;
+  std::string_view plaintext;
+};
+
+// Appends one frame carrying `plaintext`: compressed when it pays, and as a delta against
+// `base` when one is given and that is smaller still.
+void AppendChunkFrame(const ChunkId& id, std::string_view plaintext, std::string* out,
+                      const DeltaBase* base = nullptr);
 
 struct ChunkFrame {
   ChunkId id;
   std::string plaintext;  // verified against id
+  // A delta frame whose base the receiver no longer holds: consumed, plaintext empty; the
+  // chunk must be asked for again without a base.
+  bool unresolved = false;
 };
 
+// The plaintext of a chunk the receiver holds, or null.
+using BaseLookup = std::function<std::shared_ptr<const std::string>(const ChunkId&)>;
+
 // Decodes, decompresses and verifies the frame at the front of `*in`, consuming it; nullopt
-// at the end of input.
-Result<std::optional<ChunkFrame>> NextChunkFrame(std::string_view* in);
+// at the end of input. Delta frames need `bases` (InvalidArgument without).
+Result<std::optional<ChunkFrame>> NextChunkFrame(std::string_view* in,
+                                                 const BaseLookup* bases = nullptr);
 
 // Ids as raw concatenated 32-byte values (the "missing" exchange).
 std::string EncodeIds(const std::vector<ChunkId>& ids);

@@ -1,0 +1,81 @@
+// Chunk frames: plain and zstd frames round-trip; a delta frame carries an edit of its base in
+// about the edit's size, decodes only against that base, and says so when the base is gone;
+// hostile frames are refused.
+#include "fabric/wire.h"
+
+#include <gtest/gtest.h>
+
+#include "base/test_util.h"
+
+namespace weft::fabric {
+namespace {
+
+using testutil::RandomBytes;
+
+TEST(WireTest, DeltaFramesCarryAnEditInAboutItsSize) {
+  const std::string base = RandomBytes(200'000, 1);
+  std::string edited = base;
+  const std::string patch = RandomBytes(2'000, 2);
+  edited.replace(50'000, patch.size(), patch);
+  const ChunkId base_id = ChunkId::Of(AsBytes(base)), id = ChunkId::Of(AsBytes(edited));
+  const DeltaBase delta{base_id, base};
+  std::string plain_frame, delta_frame;
+  AppendChunkFrame(id, edited, &plain_frame);
+  AppendChunkFrame(id, edited, &delta_frame, &delta);
+  EXPECT_GT(plain_frame.size(), 200'000u);
+  EXPECT_LT(delta_frame.size(), 2'000u + 200);
+
+  auto base_bytes = std::make_shared<const std::string>(base);
+  const BaseLookup bases = [&](const ChunkId& want) -> std::shared_ptr<const std::string> {
+    return want == base_id ? base_bytes : nullptr;
+  };
+  std::string_view in = delta_frame;
+  auto frame = NextChunkFrame(&in, &bases);
+  ASSERT_TRUE(frame.ok()) << frame.status().ToString();
+  ASSERT_TRUE(*frame);
+  EXPECT_FALSE((*frame)->unresolved);
+  EXPECT_EQ((*frame)->plaintext, edited);
+  EXPECT_TRUE(in.empty());
+
+  // Without its base: consumed, and flagged, so the chunk is asked for again.
+  const BaseLookup none = [](const ChunkId&) -> std::shared_ptr<const std::string> {
+    return nullptr;
+  };
+  in = delta_frame;
+  frame = NextChunkFrame(&in, &none);
+  ASSERT_TRUE(frame.ok());
+  EXPECT_TRUE((*frame)->unresolved);
+  EXPECT_TRUE(in.empty());
+  // Where no delta may come (an upload to the hub), and against the wrong base: refused.
+  in = delta_frame;
+  EXPECT_EQ(NextChunkFrame(&in).status().code(), StatusCode::kInvalidArgument);
+  auto wrong_bytes = std::make_shared<const std::string>(RandomBytes(200'000, 3));
+  const BaseLookup wrong = [&](const ChunkId&) { return wrong_bytes; };
+  in = delta_frame;
+  EXPECT_EQ(NextChunkFrame(&in, &wrong).status().code(), StatusCode::kInvalidArgument);
+  // A truncated delta frame.
+  std::string cut = delta_frame.substr(0, kFrameHeaderBytes + 10);
+  cut[kFrameHeaderBytes - 4] = 0;  // stored length 10: shorter than a base id
+  cut[kFrameHeaderBytes - 3] = 0;
+  cut[kFrameHeaderBytes - 2] = 0;
+  cut[kFrameHeaderBytes - 1] = 10;
+  in = cut;
+  EXPECT_EQ(NextChunkFrame(&in, &bases).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(WireTest, AnUnrelatedBaseFallsBackToThePlainFrame) {
+  const std::string data = std::string(100'000, 'a');  // compresses well on its own
+  const std::string other = RandomBytes(100'000, 4);
+  const DeltaBase delta{ChunkId::Of(AsBytes(other)), other};
+  std::string with, without;
+  AppendChunkFrame(ChunkId::Of(AsBytes(data)), data, &without);
+  AppendChunkFrame(ChunkId::Of(AsBytes(data)), data, &with, &delta);
+  EXPECT_LE(with.size(), without.size());
+  std::string_view in = with;
+  auto frame = NextChunkFrame(&in);  // no delta inside: no bases needed
+  ASSERT_TRUE(frame.ok()) << frame.status().ToString();
+  EXPECT_EQ((*frame)->plaintext, data);
+}
+
+}  // namespace
+}  // namespace weft::fabric

@@ -545,6 +545,13 @@ Status HubService::List(Call& call) {
   ReadDirOptions opts;
   opts.snapshot = OptionalString(call.args, "snapshot");
   opts.start_after = call.args.value("start_after", std::string());
+  // A position that is not UTF-8 (an S3 listing seeks just before a prefix with 0xff bytes)
+  // cannot travel as a JSON string.
+  if (auto hex = OptionalString(call.args, "start_after_hex")) {
+    std::optional<std::string> raw = FromHex(*hex);
+    if (!raw) return InvalidArgument("list: start_after_hex is not hex");
+    opts.start_after = std::move(*raw);
+  }
   opts.limit = call.args.value("limit", uint32_t{1000});
   const bool with_info = call.args.value("with_info", false);
   opts.with_info = true;  // to see which subdirectories are resident elsewhere

@@ -14,6 +14,7 @@
 #include <unordered_set>
 
 #include "base/bytes.h"
+#include "base/utf8.h"
 #include "chunk/bounded_chunk_store.h"
 #include "chunk/zero_chunks.h"
 #include "fabric/coherent_volume.h"
@@ -532,10 +533,12 @@ class PortalVolumeImpl final : public PortalVolume, private DataStore {
     }
     ++metadata_misses_;
     const MetaCache::Ticket ticket = cache_.Begin(key, Clock::now());
-    json args = {{"path", hub_path},
-                 {"start_after", opts.start_after},
-                 {"limit", opts.limit},
-                 {"with_info", opts.with_info}};
+    json args = {{"path", hub_path}, {"limit", opts.limit}, {"with_info", opts.with_info}};
+    if (IsValidUtf8(opts.start_after)) {
+      args["start_after"] = opts.start_after;
+    } else {  // JSON strings carry UTF-8 only (an S3 listing seeks with 0xff bytes)
+      args["start_after_hex"] = ToHex(AsBytes(opts.start_after));
+    }
     if (opts.snapshot) args["snapshot"] = *opts.snapshot;
     Result<json> listed = hub_->Call("list", args);
     if (!listed.ok() && options_.stale_ok && listed.status().code() == StatusCode::kUnavailable) {

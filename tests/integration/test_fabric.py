@@ -245,6 +245,8 @@ class LinkLossTest(FabricTestCase):
 
         writer = threading.Thread(target=keep_writing)
         writer.start()
+        self.addCleanup(writer.join)  # runs second: a failed check must not leave it writing
+        self.addCleanup(stop_writing.set)
         # (The writer's first object creates data/stream/, a change to data/ that drops what
         # spoke C had cached there; once it is acknowledged, C reads k again so it has
         # something to be stale about. A fixed sleep was too short on a slow build (TSan).)
@@ -253,6 +255,15 @@ class LinkLossTest(FabricTestCase):
             time.sleep(0.05)
         self.assertTrue(writer_acked, "the writer got no object acknowledged")
         self.assertEqual(self.get(s3_c, "k"), b"before")
+        listed = s3_c.list_objects_v2(Bucket="data", Prefix="k")
+        self.assertNotIn("warning", listed["ResponseMetadata"]["HTTPHeaders"])
+        status, token = s3lib.rest(tolerant.url, "POST", "tokens", {
+            "access_key_id": SPOKE_ACCESS, "secret_access_key": SPOKE_SECRET})
+        self.assertEqual(status, 200)
+        token = token["token"]
+        status, fresh = s3lib.rest(tolerant.url, "GET", "namespace/list?path=/data", token=token)
+        self.assertEqual(status, 200)
+        self.assertNotIn("stale", fresh)
         self.wan.link(up=False)
         # The hub's write waits for spoke A's lease to run out (A cannot acknowledge), then
         # commits: it is not blocked for longer than a lease.
@@ -268,6 +279,13 @@ class LinkLossTest(FabricTestCase):
         stale = s3_c.get_object(Bucket="data", Key="k")
         self.assertEqual(stale["Body"].read(), b"before")
         self.assertTrue(stale["ResponseMetadata"]["HTTPHeaders"]["warning"].startswith("110 "))
+        # Listings too (S3 and REST), as docs/fabric.md promises.
+        listed = s3_c.list_objects_v2(Bucket="data", Prefix="k")
+        self.assertEqual([o["Key"] for o in listed["Contents"]], ["k"])
+        self.assertTrue(listed["ResponseMetadata"]["HTTPHeaders"]["warning"].startswith("110 "))
+        status, old = s3lib.rest(tolerant.url, "GET", "namespace/list?path=/data", token=token)
+        self.assertEqual(status, 200)
+        self.assertTrue(old["stale"])
         # Writes at the spoke are refused rather than acknowledged without the hub.
         for i in range(3):
             try:

@@ -519,6 +519,8 @@ Result<Reply> ListDirectory(Call& c) {
               {"truncated", page.truncated}};
   if (c.route.target.snapshot) out["snapshot"] = *c.route.target.snapshot;
   if (page.truncated && !page.entries.empty()) out["next_start_after"] = page.entries.back().name;
+  // A --stale-ok spoke that lost its hub answered from an expired listing (docs/fabric.md).
+  if (page.stale) out["stale"] = true;
   return Ok(std::move(out));
 }
 

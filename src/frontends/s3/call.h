@@ -69,7 +69,8 @@ class S3Frontend::Call {
   void SendStatus(const Status& status, Missing missing = Missing::kKey) {
     SendError(ErrorFromStatus(status, missing));
   }
-  void SendXml(int http_status, const std::string& xml);
+  // With `stale`, RFC 7234's "Warning: 110" (a --stale-ok spoke answered from old metadata).
+  void SendXml(int http_status, const std::string& xml, bool stale = false);
   void SendEmpty(int http_status, std::vector<net::HttpHeader> headers = {});
 
   S3Request& request() { return request_; }

@@ -38,6 +38,8 @@ class KeyWalker {
   // before its contents; call SkipDirectory() right after to not descend into it.
   Result<std::optional<ListedKey>> Next();
   void SkipDirectory() { skip_last_directory_ = true; }
+  // Whether any page read so far was stale (a --stale-ok spoke without its hub).
+  bool stale() const { return stale_; }
 
  private:
   struct Pending {
@@ -65,6 +67,7 @@ class KeyWalker {
   bool started_ = false;
   std::optional<ListedKey> last_directory_;
   bool skip_last_directory_ = false;
+  bool stale_ = false;
 };
 
 }  // namespace weft::s3

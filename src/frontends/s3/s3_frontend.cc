@@ -432,9 +432,11 @@ void S3Frontend::Call::SendError(const S3Error& error) {
   SendS3Error(response_, request_.method == "HEAD", error, request_.path, request_id_);
 }
 
-void S3Frontend::Call::SendXml(int http_status, const std::string& xml) {
-  (void)response_.Send(
-      http_status, {{"Content-Type", "application/xml"}, {"x-amz-request-id", request_id_}}, xml);
+void S3Frontend::Call::SendXml(int http_status, const std::string& xml, bool stale) {
+  std::vector<net::HttpHeader> headers = {{"Content-Type", "application/xml"},
+                                          {"x-amz-request-id", request_id_}};
+  if (stale) headers.push_back({"Warning", kStaleWarning});
+  (void)response_.Send(http_status, headers, xml);
 }
 
 void S3Frontend::Call::SendEmpty(int http_status, std::vector<net::HttpHeader> headers) {
@@ -800,7 +802,7 @@ void S3Frontend::Call::ListObjects(bool v2) {
   }
   WriteCommonPrefixes(xml, common_prefixes, *params);
   xml.Close("ListBucketResult");
-  SendXml(200, xml.Finish());
+  SendXml(200, xml.Finish(), walker.stale());
 }
 
 void S3Frontend::Call::ListObjectVersions() {
@@ -875,7 +877,7 @@ void S3Frontend::Call::ListObjectVersions() {
   }
   WriteCommonPrefixes(xml, common_prefixes, *params);
   xml.Close("ListVersionsResult");
-  SendXml(200, xml.Finish());
+  SendXml(200, xml.Finish(), walker.stale());
 }
 
 void S3Frontend::Call::DeleteObjects() {

@@ -425,6 +425,32 @@ class BadInput(S3TestCase):
         self.assertIn(b"403", out.split(b"\r\n")[0])
         self.assertIn(b"<Code>AccessDenied</Code>", out)
 
+    def test_keys_must_be_utf8_and_empty_segments_match_nothing(self):
+        s3 = self.boto3()
+        s3.create_bucket(Bucket="names")
+        s3.put_object(Bucket="names", Key="a/own.txt", Body=b"x")
+        s3.put_object(Bucket="names", Key="caf\u00e9/\u20ac.txt", Body=b"y")  # UTF-8 is fine
+        # A key that is not UTF-8 could never be listed in XML: refused, whatever the caller.
+        for target in (b"/names/bad%FFkey", b"/names/caf%C3", b"/names/over%C0%AFlong"):
+            out = self.raw(b"PUT " + target + b" HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n"
+                           b"Connection: close\r\n\r\nz")
+            self.assertIn(b" 400 ", out.split(b"\r\n")[0], out[:200])
+            self.assertIn(b"UTF-8", out)
+        out = self.raw(b"GET /names?list-type=2&prefix=%FF HTTP/1.1\r\nHost: x\r\n"
+                       b"Connection: close\r\n\r\n")
+        self.assertIn(b" 400 ", out.split(b"\r\n")[0])
+        # A path starting with // names no bucket: a clear 400, not ListBuckets.
+        out = self.raw(b"GET //names HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        self.assertIn(b" 400 ", out.split(b"\r\n")[0])
+        self.assertIn(b"empty bucket name", out)
+        # No key has an empty segment, so such prefixes match nothing (they used to list
+        # a//own.txt for a/own.txt).
+        for prefix in ("a//", "a//own", "/a", "//"):
+            listed = s3.list_objects_v2(Bucket="names", Prefix=prefix)
+            self.assertEqual(listed.get("Contents", []), [], prefix)
+        keys = [o["Key"] for o in s3.list_objects_v2(Bucket="names")["Contents"]]
+        self.assertEqual(keys, ["a/own.txt", "caf\u00e9/\u20ac.txt"])
+
     def test_malformed_xml(self):
         s3 = self.boto3()
         s3.create_bucket(Bucket="xml")

@@ -93,6 +93,7 @@ Status KeyWalker::Refill(Frame& frame) {
     }
     return page.status();
   }
+  stale_ = stale_ || page->stale;
   for (DirEntry& e : page->entries) {
     frame.read_after = e.name;
     if (!e.name.starts_with(frame.name_prefix)) {
@@ -126,7 +127,10 @@ Result<std::optional<ListedKey>> KeyWalker::Next() {
     }
     std::string dir_path = "/" + options_.bucket;
     if (!dir_key.empty()) dir_path += "/" + dir_key.substr(0, dir_key.size() - 1);
-    if (dir_key.empty() || CouldHoldKeysAfterStart(dir_key)) {
+    // No key has an empty segment (ValidateKey), so a prefix with one ("a//", "/a") matches
+    // nothing; it must not be read as the directory it would name without it.
+    const bool impossible = dir_key.starts_with('/') || dir_key.find("//") != std::string::npos;
+    if (!impossible && (dir_key.empty() || CouldHoldKeysAfterStart(dir_key))) {
       WEFT_RETURN_IF_ERROR(OpenFrame(dir_path, dir_key, name_prefix));
     }
   }

@@ -8,6 +8,7 @@
 
 #include "base/ascii.h"
 #include "base/bytes.h"
+#include "base/utf8.h"
 
 namespace weft::s3 {
 namespace {
@@ -70,6 +71,11 @@ Status ValidateKey(std::string_view key) {
   if (key.size() > kMaxKeyBytes) {
     return InvalidArgument("KeyTooLongError: keys are at most 1024 bytes");
   }
+  // A key must survive XML listings, which cannot carry bytes that are not UTF-8 (AWS refuses
+  // them the same way).
+  if (!IsValidUtf8(key)) {
+    return InvalidArgument("InvalidArgument: keys must be valid UTF-8");
+  }
   size_t start = 0;
   while (start <= key.size()) {
     size_t end = key.find('/', start);
@@ -113,6 +119,15 @@ Result<S3Request> ParseS3Request(const net::HttpRequest& http) {
   request.query = std::move(query).value();
 
   std::string_view rest = std::string_view(request.path).substr(1);
+  if (rest.starts_with('/')) {
+    return InvalidArgument("InvalidRequest: the request path has an empty bucket name");
+  }
+  for (const char* name : {"prefix", "delimiter", "marker", "start-after"}) {
+    if (auto value = request.Query(name); value && !IsValidUtf8(*value)) {
+      return InvalidArgument("InvalidArgument: the " + std::string(name) +
+                             " parameter must be valid UTF-8");
+    }
+  }
   size_t slash = rest.find('/');
   request.bucket = std::string(rest.substr(0, slash));
   if (slash != std::string_view::npos) request.key = std::string(rest.substr(slash + 1));

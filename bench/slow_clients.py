@@ -12,7 +12,6 @@ Client and hub share the machine's cores; the hostile sockets cost the hub nothi
 thread each for the signed uploads."""
 
 import argparse
-import http.client
 import os
 import shutil
 import socket
@@ -21,24 +20,13 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import benchlib  # noqa: E402
 from s3_bench import ACCESS, SECRET, Weft  # noqa: E402
 
-
-def signed_put_head(url, key, length):
-    from botocore.auth import SigV4Auth
-    from botocore.awsrequest import AWSRequest
-    from botocore.credentials import Credentials
-    full = f"{url}/bench/{key}"
-    req = AWSRequest(method="PUT", url=full, headers={
-        "Content-Length": str(length), "x-amz-content-sha256": "UNSIGNED-PAYLOAD"})
-    SigV4Auth(Credentials(ACCESS, SECRET), "s3", "us-east-1").add_auth(req)
-    lines = [f"PUT /bench/{key} HTTP/1.1", f"Host: {urllib.parse.urlsplit(full).netloc}"]
-    lines += [f"{k}: {v}" for k, v in req.headers.items() if k.lower() != "host"]
-    return ("\r\n".join(lines) + "\r\n\r\n").encode()
+sys.path.insert(0, os.path.join(benchlib.ROOT, "tests", "integration"))
+from s3lib import signed_put_head, time_gets  # noqa: E402
 
 
 def open_hostile(weft, n, round_):
@@ -50,29 +38,13 @@ def open_hostile(weft, n, round_):
             s.sendall(b"PUT /bench/anon HTTP/1.1\r\nHost: h\r\nContent-Length: 1000000\r\n\r\n"
                       b"0123456789")
         elif kind == 1:
-            s.sendall(signed_put_head(weft.url, f"slow-{round_}-{i}", 1000000) + b"0123456789")
+            s.sendall(signed_put_head(weft.url, "bench", f"slow-{round_}-{i}", 1000000, ACCESS,
+                                      SECRET) + b"0123456789")
         elif kind == 2:
             s.sendall(b"GET /bench/small HTTP/1.1\r\nHost: h\r\nX-Slow: ")
         sockets.append(s)
     time.sleep(1)  # the hub takes them all in
     return sockets
-
-
-def time_gets(url, n):
-    parts = urllib.parse.urlsplit(url)
-    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=60)
-    target = parts.path + "?" + parts.query
-    samples = []
-    for _ in range(n):
-        start = time.perf_counter()
-        conn.request("GET", target)
-        resp = conn.getresponse()
-        resp.read()
-        samples.append(time.perf_counter() - start)
-        if resp.status != 200:
-            raise RuntimeError(f"GET answered {resp.status}")
-    conn.close()
-    return samples
 
 
 def p99(samples):

@@ -1018,24 +1018,18 @@ Result<SweepStats> PackChunkStore::Sweep(const std::function<bool(const ChunkId&
       std::lock_guard lock(mu_);
       auto it = index_.find(e.id);
       if (it == index_.end() || !it->second.SameRecord(e.loc)) continue;
-      Status handed = MaybeHandOffLocked();
-      if (handed.code() == StatusCode::kResourceExhausted) {
+      Status written = MaybeHandOffLocked();
+      if (written.ok()) {
+        CopyRecordLocked(e.id, e.loc, record);
+        copied_bytes += record.size();
+        if (active_->data_size >= target_) written = SealActiveLocked();
+      }
+      if (written.code() == StatusCode::kResourceExhausted) {
         out_of_space = true;
         copied_all = false;
         break;
       }
-      WEFT_RETURN_IF_ERROR(handed);
-      CopyRecordLocked(e.id, e.loc, record);
-      copied_bytes += record.size();
-      if (active_->data_size >= target_) {
-        Status sealed = SealActiveLocked();
-        if (sealed.code() == StatusCode::kResourceExhausted) {
-          out_of_space = true;
-          copied_all = false;
-          break;
-        }
-        WEFT_RETURN_IF_ERROR(sealed);
-      }
+      WEFT_RETURN_IF_ERROR(written);
     }
     if (out_of_space) {
       // The packs not reached stay as they are, with indexes without their dead records.

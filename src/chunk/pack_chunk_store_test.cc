@@ -761,6 +761,16 @@ class PackChunkStoreFaultTest : public PackChunkStoreTest {
     faulty_->ClearFaults();
   }
 
+  // Bytes of every file in the store's directory.
+  uint64_t StoredBytes() {
+    uint64_t used = 0;
+    const std::vector<std::string> names = fs()->ListDir(kDir).value();
+    for (const std::string& name : names) {
+      used += fs()->FileSize(std::string(kDir) + "/" + name).value();
+    }
+    return used;
+  }
+
   // A new empty disk.
   void FreshDisk() {
     store_.reset();
@@ -917,11 +927,7 @@ TEST_F(PackChunkStoreFaultTest, SweepOnAFullDiskFreesDeadPacksAndLosesNothing) {
   for (int i = 0; i < 60; ++i) ids.push_back(Put(RandomBytes(7000, 300 + i)));
   ASSERT_TRUE(store_->Flush().ok());
   // The disk is now full to its reserve.
-  uint64_t used = 0;
-  const std::vector<std::string> names = fs()->ListDir(kDir).value();
-  for (const std::string& name : names) {
-    used += fs()->FileSize(std::string(kDir) + "/" + name).value();
-  }
+  const uint64_t used = StoredBytes();
   faulty_->SetCapacity(used + (64 << 10));
   const std::string one_more = RandomBytes(7000, 999);
   Result<bool> refused = store_->Put(ChunkId::Of(AsBytes(one_more)), AsBytes(one_more));
@@ -953,11 +959,7 @@ TEST_F(PackChunkStoreFaultTest, CompactionCutShortByAFullDiskLosesNothing) {
   std::vector<ChunkId> ids;
   for (int i = 0; i < 60; ++i) ids.push_back(Put(RandomBytes(7000, 600 + i)));
   ASSERT_TRUE(store_->Flush().ok());
-  uint64_t used = 0;
-  const std::vector<std::string> names = fs()->ListDir(kDir).value();
-  for (const std::string& name : names) {
-    used += fs()->FileSize(std::string(kDir) + "/" + name).value();
-  }
+  const uint64_t used = StoredBytes();
   // Room for about three records beyond the quarter of the reserve compaction keeps.
   faulty_->SetCapacity(used + (16 << 10) + 3 * 7100);
   std::set<ChunkId> dead;

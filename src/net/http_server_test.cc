@@ -604,20 +604,26 @@ TEST_F(HttpServerTest, RefusedBodyIsNotAwaited) {
   EXPECT_LT(SteadyClock::now() - start, std::chrono::seconds(2));
 }
 
-// A body that stops arriving fails with IncompleteBody after body_timeout, not idle_timeout.
-TEST_F(HttpServerTest, StalledBodyTimesOut) {
-  options_.body_timeout = std::chrono::seconds(1);
-  std::promise<Status> seen;
-  handler_.fn = [&](const HttpRequest&, BodyReader& body, ResponseWriter& resp) {
+// The status of each request's body read, for tests of how bodies end.
+std::future<Status> RecordBodyStatus(TestHandler& handler, std::promise<Status>& seen) {
+  handler.fn = [&seen](const HttpRequest&, BodyReader& body, ResponseWriter& resp) {
     Status s = ReadAll(body, 4096).status();
     (void)resp.Send(400, {}, "short");
     seen.set_value(s);
   };
+  return seen.get_future();
+}
+
+// A body that stops arriving fails with IncompleteBody after body_timeout, not idle_timeout.
+TEST_F(HttpServerTest, StalledBodyTimesOut) {
+  options_.body_timeout = std::chrono::seconds(1);
+  std::promise<Status> seen;
+  std::future<Status> result = RecordBodyStatus(handler_, seen);
   StartServer();
   const auto start = SteadyClock::now();
   Client c(port());
   c.Send("PUT /x HTTP/1.1\r\nHost: t\r\nContent-Length: 1000\r\n\r\nabc");
-  Status s = seen.get_future().get();
+  Status s = result.get();
   EXPECT_TRUE(s.message().starts_with("IncompleteBody")) << s.ToString();
   EXPECT_LT(SteadyClock::now() - start, std::chrono::seconds(5));
 }
@@ -628,13 +634,8 @@ TEST_F(HttpServerTest, DrippedBodyFallsBelowMinimumRate) {
   options_.body_timeout = std::chrono::seconds(1);
   options_.min_body_rate = 500;
   std::promise<Status> seen;
-  handler_.fn = [&](const HttpRequest&, BodyReader& body, ResponseWriter& resp) {
-    Status s = ReadAll(body, 4096).status();
-    (void)resp.Send(400, {}, "short");
-    seen.set_value(s);
-  };
+  std::future<Status> result = RecordBodyStatus(handler_, seen);
   StartServer();
-  auto result = seen.get_future();
   const auto start = SteadyClock::now();
   Client c(port());
   c.Send("PUT /x HTTP/1.1\r\nHost: t\r\nContent-Length: 1000\r\n\r\n");

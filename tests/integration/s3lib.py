@@ -32,6 +32,43 @@ def rest(url, method, endpoint, body=None, token=None):
         return e.code, json.loads(e.read() or b"null")
 
 
+def signed_put_head(url, bucket, key, length, access, secret):
+    """The head of a PUT of `length` body bytes to url/bucket/key, SigV4-signed with an
+    UNSIGNED-PAYLOAD body hash, as bytes (for clients that then misbehave on purpose)."""
+    import urllib.parse
+    from botocore.auth import SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+    full = f"{url}/{bucket}/{key}"
+    req = AWSRequest(method="PUT", url=full, headers={
+        "Content-Length": str(length), "x-amz-content-sha256": "UNSIGNED-PAYLOAD"})
+    SigV4Auth(Credentials(access, secret), "s3", REGION).add_auth(req)
+    lines = [f"PUT /{bucket}/{key} HTTP/1.1", f"Host: {urllib.parse.urlsplit(full).netloc}"]
+    lines += [f"{k}: {v}" for k, v in req.headers.items() if k.lower() != "host"]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode()
+
+
+def time_gets(url, n, expect_bytes=None):
+    """Latencies (s) of n GETs of a presigned `url` over one keep-alive connection."""
+    import http.client
+    import time
+    import urllib.parse
+    parts = urllib.parse.urlsplit(url)
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=60)
+    target = parts.path + "?" + parts.query
+    samples = []
+    for _ in range(n):
+        start = time.perf_counter()
+        conn.request("GET", target)
+        resp = conn.getresponse()
+        body = resp.read()
+        samples.append(time.perf_counter() - start)
+        if resp.status != 200 or (expect_bytes is not None and len(body) != expect_bytes):
+            raise AssertionError(f"GET answered {resp.status} with {len(body)} bytes")
+    conn.close()
+    return samples
+
+
 class WeftProcess:
     """A long-running `weft` command; ready once a stdout line matches `ready` (its group 1
     is kept as self.url). Its stdout is collected by a thread."""

@@ -2,13 +2,11 @@
 head and a few body bytes and then go quiet (anonymous and signed), must not slow a normal
 client down; refused uploads are answered at once and closed."""
 
-import http.client
 import socket
 import statistics
 import time
-import urllib.parse
 
-from s3lib import REGION, ROOT_ACCESS, ROOT_SECRET, S3TestCase
+from s3lib import ROOT_ACCESS, ROOT_SECRET, S3TestCase, signed_put_head, time_gets
 
 SLOW = 500  # connections held open while the normal client is timed
 
@@ -18,40 +16,10 @@ def p99(samples):
 
 
 class SlowClientsTest(S3TestCase):
-    def signed_put_head(self, key, length):
-        """The head of a PUT signed by root (UNSIGNED-PAYLOAD), as bytes."""
-        from botocore.auth import SigV4Auth
-        from botocore.awsrequest import AWSRequest
-        from botocore.credentials import Credentials
-        url = f"{self.hub.url}/bkt/{key}"
-        req = AWSRequest(method="PUT", url=url, headers={
-            "Content-Length": str(length), "x-amz-content-sha256": "UNSIGNED-PAYLOAD"})
-        SigV4Auth(Credentials(ROOT_ACCESS, ROOT_SECRET), "s3", REGION).add_auth(req)
-        host = urllib.parse.urlsplit(url).netloc
-        lines = [f"PUT /bkt/{key} HTTP/1.1", f"Host: {host}"]
-        lines += [f"{k}: {v}" for k, v in req.headers.items() if k.lower() != "host"]
-        return ("\r\n".join(lines) + "\r\n\r\n").encode()
-
     def connect(self):
         s = socket.create_connection(("127.0.0.1", self.hub.port))
         self.addCleanup(s.close)
         return s
-
-    def time_gets(self, url, n):
-        """Latencies (s) of n keep-alive GETs of a small object by presigned URL."""
-        parts = urllib.parse.urlsplit(url)
-        conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
-        target = parts.path + "?" + parts.query
-        samples = []
-        for _ in range(n):
-            start = time.perf_counter()
-            conn.request("GET", target)
-            resp = conn.getresponse()
-            body = resp.read()
-            samples.append(time.perf_counter() - start)
-            self.assertEqual((resp.status, len(body)), (200, 4096))
-        conn.close()
-        return samples
 
     def test_slow_clients_do_not_slow_the_others(self):
         s3 = self.boto3()
@@ -59,8 +27,8 @@ class SlowClientsTest(S3TestCase):
         s3.put_object(Bucket="bkt", Key="small", Body=b"s" * 4096)
         url = s3.generate_presigned_url("get_object", Params={"Bucket": "bkt", "Key": "small"},
                                         ExpiresIn=600)
-        self.time_gets(url, 100)  # warm up
-        unloaded = self.time_gets(url, 400)
+        time_gets(url, 100, 4096)  # warm up
+        unloaded = time_gets(url, 400, 4096)
 
         # Refused uploads that go quiet are answered and closed at once (the old hub held a
         # worker for 120 s with each, and 32 of them stopped it).
@@ -81,12 +49,13 @@ class SlowClientsTest(S3TestCase):
                 s.sendall(b"PUT /bkt/anon HTTP/1.1\r\nHost: h\r\nContent-Length: 1000000\r\n\r\n"
                           b"0123456789")
             elif kind == 1:  # a signed upload, quiet after 10 bytes: it holds a request
-                s.sendall(self.signed_put_head(f"slow-{i}", 1000000) + b"0123456789")
+                s.sendall(signed_put_head(self.hub.url, "bkt", f"slow-{i}", 1000000, ROOT_ACCESS,
+                                          ROOT_SECRET) + b"0123456789")
             elif kind == 2:  # half a head
                 s.sendall(b"GET /bkt/small HTTP/1.1\r\nHost: h\r\nX-Slow: ")
             slow.append(s)  # kind 3: connected, silent
         time.sleep(1)  # the server takes them all in
-        loaded = self.time_gets(url, 400)
+        loaded = time_gets(url, 400, 4096)
         ratio = p99(loaded) / p99(unloaded)
         print(f"\nnormal client p99: {p99(unloaded) * 1e3:.2f} ms unloaded, "
               f"{p99(loaded) * 1e3:.2f} ms with {SLOW} slow connections (x{ratio:.2f})")

@@ -38,6 +38,7 @@
 #include "base/clock.h"
 #include "chunk/mem_chunk_store.h"
 #include "frontends/s3/aws_chunked.h"
+#include "frontends/s3/request.h"
 #include "frontends/s3/s3_frontend.h"
 #include "fuzz_check.h"
 #include "meta/kv_store.h"
@@ -501,7 +502,16 @@ class Harness {
   }
 
   // Every change since `after` was made by `principal`, on a path it may write. Multipart
-  // parts live under kUploadsDir until completed; the front end authorises them by key.
+  // parts live under /<bucket>/.weft-uploads/ until completed; the front end authorises them
+  // by key.
+  static bool InUploadStaging(std::string_view path) {
+    const size_t second = path.find('/', 1);  // "/bucket/.weft-uploads[/...]"
+    if (second == std::string_view::npos) return false;
+    const std::string_view rest = path.substr(second + 1);
+    return rest.starts_with(kUploadsDirName) &&
+           (rest.size() == kUploadsDirName.size() || rest[kUploadsDirName.size()] == '/');
+  }
+
   void CheckChanges(uint64_t after, std::string_view principal) {
     auto changes = volume_->ReadChanges(RequestContext{}, after, 1000);
     FUZZ_CHECK(changes.ok(), "ReadChanges: %s", changes.status().ToString().c_str());
@@ -512,7 +522,7 @@ class Harness {
       // prefix is "/b/u/" may remove the emptied directory /b/u.
       const bool directory = change.op == "mkdir" || change.op == "rmdir" || change.op == "setattr";
       for (const std::string* path : {&change.path, &change.path2}) {
-        if (path->empty() || !path->starts_with('/') || path->starts_with(kUploadsDir)) continue;
+        if (path->empty() || !path->starts_with('/') || InUploadStaging(*path)) continue;
         if (change.op == "delete-version" && path == &change.path2) continue;  // a version id
         Status allowed =
             identities_->Authorize(principal, auth::kWrite, directory ? *path + "/" : *path);

@@ -1,5 +1,5 @@
-// Multipart uploads. An upload is a directory under kUploadsDir whose attributes say which
-// bucket and key it is for; each part is a file in it. Completing concatenates the parts'
+// Multipart uploads. An upload is a directory under /<bucket>/.weft-uploads whose attributes
+// say which bucket and key it is for; each part is a file in it. Completing concatenates the parts'
 // chunk lists into the final object (no bytes are copied) with S3's multipart ETag.
 #include <openssl/rand.h>
 

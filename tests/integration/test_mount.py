@@ -122,7 +122,20 @@ class PosixTest(LocalMountTestCase):
             first = f.read(MIB)
             os.unlink(self.m("f"))
             self.assertFalse(os.path.exists(self.m("f")))
+            self.assertEqual(os.fstat(f.fileno()).st_size, len(data))  # not ESTALE
             self.assertEqual(first + f.read(), data)
+        # A read-write handle keeps the file whole after the unlink: fstat, read, write, read.
+        write(self.m("rw"), b"hello world")
+        with open(self.m("rw"), "r+b", buffering=0) as f:
+            os.unlink(self.m("rw"))
+            self.assertEqual(os.fstat(f.fileno()).st_size, 11)
+            self.assertEqual(f.read(), b"hello world")
+            f.seek(0)
+            f.write(b"HELLO")
+            f.seek(0)
+            self.assertEqual(f.read(), b"HELLO world")
+            self.assertEqual(os.fstat(f.fileno()).st_size, 11)
+        self.assertFalse(os.path.exists(self.m("rw")))
         # A write still open on a removed file does not bring it back at close.
         w = open(self.m("g"), "wb")
         w.write(b"first")

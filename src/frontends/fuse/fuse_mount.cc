@@ -185,6 +185,7 @@ class HandleTable {
 
 // Reads one fixed version: a concurrent overwrite never tears it.
 struct ReadHandle : Handle {
+  uint64_t node = 0;
   std::shared_ptr<FileReader> reader;  // shared with the open cache
   bool started_at_lookup = false;      // opened, and its start read from disk, by a LOOKUP
   std::atomic<bool> read{false};       // a READ used it
@@ -227,6 +228,9 @@ struct WriteHandle : Handle {
   uint64_t node = 0;
   RequestContext ctx;
   int fd = -1;
+  // The version the file had at open (none for a truncating open): Load copies it in even
+  // after the name is gone, and an unlinked file's fstat is answered from it.
+  std::shared_ptr<FileReader> source;
   // Atomic so getattr can read them (and fstat fd) without waiting for a commit under mu.
   std::atomic<bool> loaded = false;  // fd holds the content (copied in, or truncated to empty)
   std::atomic<bool> dirty = false;   // fd differs from the committed version
@@ -617,8 +621,14 @@ class FuseMountImpl final : public FuseMount {
   Status Load(WriteHandle& w, fuse_req_t req) {
     if (w.loaded) return OkStatus();
     std::optional<std::string> path = nodes_.PathOf(w.node);
+    if (!path && w.source) path = w.source->info().path;  // unlinked while open
     if (path) {
-      Result<std::unique_ptr<FileReader>> reader = volume_->OpenReader(w.ctx, *path);
+      Result<std::shared_ptr<FileReader>> reader = w.source;
+      if (!w.source) {
+        Result<std::unique_ptr<FileReader>> opened = volume_->OpenReader(w.ctx, *path);
+        reader = opened.ok() ? Result<std::shared_ptr<FileReader>>(std::move(*opened))
+                             : Result<std::shared_ptr<FileReader>>(opened.status());
+      }
       if (!reader.ok() && reader.status().code() != StatusCode::kNotFound) return reader.status();
       if (reader.ok()) {
         const std::vector<ChunkRef>& chunks = (*reader)->chunks();
@@ -755,6 +765,12 @@ class FuseMountImpl final : public FuseMount {
     w->node = node;
     w->ctx = ctx;
     WEFT_ASSIGN_OR_RETURN(w->fd, NewStagingFile());
+    if (!truncate) {
+      if (std::optional<std::string> path = nodes_.PathOf(node)) {
+        Result<std::unique_ptr<FileReader>> reader = volume_->OpenReader(ctx, *path);
+        if (reader.ok()) w->source = std::move(*reader);
+      }
+    }
     if (truncate) {
       w->loaded = true;
       w->dirty = true;
@@ -771,6 +787,32 @@ class FuseMountImpl final : public FuseMount {
     if (it == writes_.end()) return;
     it->second.erase(w);
     if (it->second.empty()) writes_.erase(it);
+  }
+
+  // Read handles open on `node`, and the file they read: an unlinked file's fstat.
+  void TrackRead(uint64_t node, const FileInfo& info, int delta) {
+    std::lock_guard lock(mu_);
+    auto& [count, known] = reads_[node];
+    count += delta;
+    if (delta > 0) known = info;
+    if (count <= 0) reads_.erase(node);
+  }
+
+  // What a handle open on `node` says the file is: its staged size if one writes it, else the
+  // version it opened. For a node whose name is gone.
+  std::optional<FileInfo> OpenInfo(uint64_t node) {
+    if (WriteHandle* w = OpenWriteOf(node)) {
+      FileInfo info;
+      if (w->source) info = w->source->info();
+      info.type = FileType::kFile;
+      struct stat st {};
+      if (w->loaded && ::fstat(w->fd, &st) == 0) info.size = static_cast<uint64_t>(st.st_size);
+      return info;
+    }
+    std::lock_guard lock(mu_);
+    auto it = reads_.find(node);
+    if (it == reads_.end()) return std::nullopt;
+    return it->second.second;
   }
 
   // A handle already open on `node` for writing, if any (truncate goes through it).
@@ -903,12 +945,16 @@ class FuseMountImpl final : public FuseMount {
     FuseMountImpl* self = Self(req);
     std::optional<std::string> path = self->nodes_.PathOf(ino);
     if (!path) {
-      // Unlinked but still open (fstat): the handle knows its file.
+      // Unlinked but still open (fstat; the kernel rarely names the handle): the handles
+      // open on the node know its file.
       if (fi != nullptr) {
         std::shared_ptr<Handle> held = self->handles_.Get(fi->fh);
         if (auto* r = dynamic_cast<ReadHandle*>(held.get())) {
           return self->ReplyAttr(req, ino, r->reader->info().path, r->reader->info());
         }
+      }
+      if (std::optional<FileInfo> open = self->OpenInfo(ino)) {
+        return self->ReplyAttr(req, ino, open->path, *open);
       }
       return (void)fuse_reply_err(req, ESTALE);  // see PathOr
     }
@@ -1107,7 +1153,9 @@ class FuseMountImpl final : public FuseMount {
       // A reader has nothing to commit at close: spare the kernel the FLUSH round trip.
       fi->noflush = 1;
       auto h = std::make_shared<ReadHandle>();
+      h->node = ino;
       h->reader = std::move(reader);
+      self->TrackRead(ino, h->reader->info(), +1);
       fi->fh = self->handles_.Add(std::move(h));
       return (void)fuse_reply_open(req, fi);
     }
@@ -1339,6 +1387,8 @@ class FuseMountImpl final : public FuseMount {
         }
       }
       self->CloseWrite(w);
+    } else if (auto* r = dynamic_cast<ReadHandle*>(held.get())) {
+      self->TrackRead(r->node, {}, -1);
     }
     fuse_reply_err(req, 0);
   }
@@ -1600,6 +1650,8 @@ class FuseMountImpl final : public FuseMount {
   std::mutex mu_;
   CacheControl control_;                                         // guarded by mu_
   std::unordered_map<uint64_t, std::set<WriteHandle*>> writes_;  // open writes per node; mu_
+  // Read handles per node (count, the file they read); mu_.
+  std::unordered_map<uint64_t, std::pair<int, FileInfo>> reads_;
   std::mutex versions_mu_;
   // The open cache: the version whose pages the kernel may hold for a node (keep_cache on the
   // next open), and the reader of it (at most kMaxReaders). Guarded by versions_mu_.

@@ -334,6 +334,15 @@ class PosixTest(LocalMountTestCase):
         self.assert_errno(errno.ENAMETOOLONG, open, self.m("x" * 256), "wb")
         self.assert_errno(errno.EPERM, os.mkfifo, self.m("fifo"))
         self.assertEqual(sorted(os.listdir(self.m("d"))), ["f"])
+        # Past the largest file (16 TiB): EFBIG, for truncate and for a write, and nothing
+        # changes.
+        self.assert_errno(errno.EFBIG, os.truncate, self.m("d", "f"), 1 << 50)
+        fd = os.open(self.m("d", "f"), os.O_WRONLY)
+        try:
+            self.assert_errno(errno.EFBIG, os.pwrite, fd, b"z", 1 << 50)
+        finally:
+            os.close(fd)
+        self.assertEqual(read(self.m("d", "f")), b"x")
 
     def test_permissions_are_checked_for_other_users(self):
         if os.geteuid() != 0:

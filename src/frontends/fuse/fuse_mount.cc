@@ -70,7 +70,10 @@ int ErrnoOf(const Status& status) {
 
 namespace {
 
-constexpr size_t kIoBytes = 1 << 20;           // largest read and write the kernel sends
+constexpr size_t kIoBytes = 1 << 20;  // largest read and write the kernel sends
+// The largest file the mount writes (EFBIG past it): ext4's limit for the staging file, and a
+// manifest of 1 Mi zero chunks for a hole that size.
+constexpr uint64_t kMaxFileBytes = uint64_t{16} << 40;
 constexpr size_t kMaxReaders = 1024;           // cached readers (each may hold a chunk)
 constexpr uint32_t kLookupReadWindow = 64;     // LOOKUP-time reads judged together
 constexpr uint32_t kLookupReadPause = 1024;    // lookups without one after a poor window
@@ -969,6 +972,9 @@ class FuseMountImpl final : public FuseMount {
     std::optional<std::string> path = self->PathOr(req, ino);
     if (!path || self->RejectWrite(req, *path)) return;
     RequestContext ctx = self->ContextOf(req);
+    if ((to_set & FUSE_SET_ATTR_SIZE) && static_cast<uint64_t>(attr->st_size) > kMaxFileBytes) {
+      return (void)fuse_reply_err(req, EFBIG);
+    }
     self->ForgetOpen(ino);
     if (to_set & FUSE_SET_ATTR_SIZE) {
       Status truncated = self->Truncate(ctx, ino, static_cast<uint64_t>(attr->st_size), req);
@@ -1289,6 +1295,7 @@ class FuseMountImpl final : public FuseMount {
     }
     auto* w = dynamic_cast<WriteHandle*>(h);
     if (w == nullptr) return (void)fuse_reply_err(req, EBADF);
+    if (static_cast<uint64_t>(off) + size > kMaxFileBytes) return (void)fuse_reply_err(req, EFBIG);
     std::lock_guard lock(w->mu);
     Status loaded = self->Load(*w, req);
     if (!loaded.ok()) return (void)fuse_reply_err(req, self->ErrnoFor(req, loaded));

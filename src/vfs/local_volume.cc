@@ -1206,7 +1206,8 @@ Result<FileInfo> LocalVolume::Symlink(const RequestContext& ctx, const std::stri
   const std::vector<std::string> segments = pn.Segments();
   WEFT_RETURN_IF_ERROR(RejectReserved(segments, path));
   const std::string canonical = JoinPath(segments);
-  if (target.empty() || target.size() > kMaxPathBytes || target.find('\0') != std::string::npos) {
+  if (target.empty() || target.size() > kMaxSymlinkTargetBytes ||
+      target.find('\0') != std::string::npos) {
     return InvalidArgument(path + ": symlink target must be 1..4096 bytes without NUL");
   }
   Status s = Mutate(ctx, "symlink", canonical, target, [&](Txn* t) -> Status {

@@ -33,7 +33,9 @@ Status ValidateName(std::string_view name) {
 }
 
 Result<std::vector<std::string>> SplitPath(std::string_view path) {
-  if (path.size() > kMaxPathBytes) return InvalidArgument("path is longer than 4096 bytes");
+  if (path.size() > kMaxPathBytes) {
+    return InvalidArgument("path is longer than " + std::to_string(kMaxPathBytes) + " bytes");
+  }
   if (path.empty() || path[0] != '/') {
     return InvalidArgument("path '" + Printable(path) + "' is not absolute");
   }

@@ -1,6 +1,6 @@
 // Path validation for every Volume entry point. A valid path is absolute ('/'-separated,
 // leading '/'), each segment 1..255 bytes, not "." or "..", without NUL; the whole path at most
-// 4096 bytes; one trailing '/' is tolerated. Pure functions; thread-safe.
+// kMaxPathBytes; one trailing '/' is tolerated. Pure functions; thread-safe.
 #pragma once
 
 #include <string>
@@ -12,7 +12,11 @@
 namespace weft {
 
 inline constexpr size_t kMaxNameBytes = 255;
-inline constexpr size_t kMaxPathBytes = 4096;
+// Not PATH_MAX: that bounds what one system call names, and a tree reached through relative
+// paths (or a mount of a subtree) goes deeper. 32 KiB keeps a path a bounded string.
+inline constexpr size_t kMaxPathBytes = 32 << 10;
+// A symlink's target, as the kernel bounds it (PATH_MAX).
+inline constexpr size_t kMaxSymlinkTargetBytes = 4096;
 
 // InvalidArgument naming the offending segment, or OK.
 Status ValidateName(std::string_view name);

@@ -24,7 +24,18 @@ TEST(PathTest, RejectsHostileSegments) {
     }
   }
   EXPECT_TRUE(SplitPath("/" + std::string(255, 'x')).ok());
-  EXPECT_FALSE(SplitPath("/" + std::string(5000, 'x')).ok());
+  EXPECT_FALSE(SplitPath("/" + std::string(5000, 'x')).ok());  // one segment over 255
+}
+
+// Limits apply per segment (255) and to the whole path (32 KiB), not PATH_MAX: a tree reached
+// through relative paths is deeper than any one system call names.
+TEST(PathTest, DeepPathsBeyondPathMax) {
+  std::string deep;
+  while (deep.size() + 251 <= kMaxPathBytes) deep += "/" + std::string(250, 'd');
+  EXPECT_GT(deep.size(), 4096u);
+  EXPECT_TRUE(SplitPath(deep).ok());
+  EXPECT_EQ(SplitPath(deep + "/" + std::string(250, 'e')).status().code(),
+            StatusCode::kInvalidArgument);
 }
 
 TEST(PathTest, SplitParent) {

@@ -334,6 +334,26 @@ class PosixTest(LocalMountTestCase):
         self.assert_errno(errno.ENAMETOOLONG, open, self.m("x" * 256), "wb")
         self.assert_errno(errno.EPERM, os.mkfifo, self.m("fifo"))
         self.assertEqual(sorted(os.listdir(self.m("d"))), ["f"])
+        # Name limits are per segment (255) and per call (PATH_MAX), not on the whole path in
+        # the volume: a tree 20 directories of 250 bytes deep (5 KB) works through relative
+        # paths.
+        fd = os.open(self.mp, os.O_RDONLY)
+        try:
+            for level in range(20):
+                name = f"{level:02d}" + "d" * 248
+                os.mkdir(name, dir_fd=fd)
+                sub = os.open(name, os.O_RDONLY, dir_fd=fd)
+                os.close(fd)
+                fd = sub
+            out = os.open("leaf", os.O_CREAT | os.O_WRONLY, 0o644, dir_fd=fd)
+            os.write(out, b"deep")
+            os.close(out)
+            inside = os.open("leaf", os.O_RDONLY, dir_fd=fd)
+            self.assertEqual(os.read(inside, 10), b"deep")
+            os.close(inside)
+            self.assert_errno(errno.ENAMETOOLONG, lambda: os.mkdir("x" * 256, dir_fd=fd))
+        finally:
+            os.close(fd)
         # Past the largest file (16 TiB): EFBIG, for truncate and for a write, and nothing
         # changes.
         self.assert_errno(errno.EFBIG, os.truncate, self.m("d", "f"), 1 << 50)

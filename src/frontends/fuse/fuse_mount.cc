@@ -451,7 +451,7 @@ class FuseMountImpl final : public FuseMount {
     std::optional<std::string> dir = PathOr(req, parent);
     if (!dir) return std::nullopt;
     std::string_view n(name);
-    if (n.size() > kMaxNameBytes) {
+    if (n.size() > kMaxNameBytes || dir->size() + 1 + n.size() > kMaxPathBytes) {
       fuse_reply_err(req, ENAMETOOLONG);
       return std::nullopt;
     }

@@ -289,6 +289,7 @@ class PackChunkStore final : public ChunkStore {
   // While a Sweep runs, ids that Put or Contains found present: the caller may now rely on
   // them, so the sweep keeps them whatever is_live said.
   bool sweeping_ = false;
+  bool compacting_ = false;  // Sweep's copies are being written (under mu_): a smaller reserve
   std::unordered_set<ChunkId, ChunkIdHash> touched_;
   std::vector<ChunkProblem> open_problems_;  // found by Load, reported by Verify
 };
@@ -547,9 +548,9 @@ Status PackChunkStore::CheckReserveLocked(uint64_t bytes) {
   Result<DiskSpace> space = fs_->Space(dir_);
   if (!space.ok() || space->available == DiskSpace::kUnlimited) return OkStatus();
   uint64_t reserve = reserve_option_.value_or(DefaultReserveBytes(space->total));
-  // Compaction (the only writer while a sweep runs) may dip into the reserve: each pack it
-  // rewrites frees more than its copies take, and on a full disk it is what frees space.
-  if (sweeping_) reserve /= 4;
+  // Compaction's own writes may dip into the reserve: each pack it rewrites frees more than
+  // its copies take, and on a full disk it is what frees space. Puts never do.
+  if (compacting_) reserve /= 4;
   if (space->available >= reserve && space->available - reserve >= bytes) return OkStatus();
   return ResourceExhausted("the disk holding " + dir_ +
                            " is full: " + std::to_string(space->available >> 20) +
@@ -1018,12 +1019,14 @@ Result<SweepStats> PackChunkStore::Sweep(const std::function<bool(const ChunkId&
       std::lock_guard lock(mu_);
       auto it = index_.find(e.id);
       if (it == index_.end() || !it->second.SameRecord(e.loc)) continue;
+      compacting_ = true;
       Status written = MaybeHandOffLocked();
       if (written.ok()) {
         CopyRecordLocked(e.id, e.loc, record);
         copied_bytes += record.size();
         if (active_->data_size >= target_) written = SealActiveLocked();
       }
+      compacting_ = false;
       if (written.code() == StatusCode::kResourceExhausted) {
         out_of_space = true;
         copied_all = false;
@@ -1048,7 +1051,9 @@ Result<SweepStats> PackChunkStore::Sweep(const std::function<bool(const ChunkId&
   if (!rewrite.empty()) {
     // Old packs are deleted only once their copies are durable.
     std::lock_guard lock(mu_);
+    compacting_ = true;
     Status synced = SyncActiveLocked();
+    compacting_ = false;
     if (synced.code() == StatusCode::kResourceExhausted) {
       partial.insert(rewrite.begin(), rewrite.end());
       rewrite.clear();

@@ -234,6 +234,7 @@ struct WriteHandle : Handle {
   // The version the file had at open (none for a truncating open): Load copies it in even
   // after the name is gone, and an unlinked file's fstat is answered from it.
   std::shared_ptr<FileReader> source;
+  FileInfo opened;  // the file's attributes at open (a truncating open has no source)
   // Atomic so getattr can read them (and fstat fd) without waiting for a commit under mu.
   std::atomic<bool> loaded = false;  // fd holds the content (copied in, or truncated to empty)
   std::atomic<bool> dirty = false;   // fd differs from the committed version
@@ -610,13 +611,16 @@ class FuseMountImpl final : public FuseMount {
   // Whether the caller of `req` gave up (a signal: the kernel sent FUSE_INTERRUPT), or the
   // daemon is stopping (SIGTERM ends the session, which waits for the requests in flight).
   // Long operations check it between pieces, so even a SIGKILLed caller is let go at once.
+  // A RELEASE (no `req`) is never cut short: nobody could be told its write was lost.
   bool Interrupted(fuse_req_t req) const {
-    return fuse_session_exited(session_) || (req != nullptr && fuse_req_interrupted(req));
+    return req != nullptr && (fuse_session_exited(session_) || fuse_req_interrupted(req));
   }
   static Status InterruptedError() { return Aborted("interrupted by a signal"); }
   // The errno for `status`: EINTR when it failed because the caller was interrupted.
   int ErrnoFor(fuse_req_t req, const Status& status) const {
-    return !status.ok() && Interrupted(req) ? EINTR : ErrnoOf(status);
+    const bool ours =
+        status.code() == StatusCode::kAborted && status.message() == InterruptedError().message();
+    return ours && Interrupted(req) ? EINTR : ErrnoOf(status);
   }
 
   // Copies the committed content of the handle's file into its staging file, once. Holes
@@ -624,10 +628,13 @@ class FuseMountImpl final : public FuseMount {
   Status Load(WriteHandle& w, fuse_req_t req) {
     if (w.loaded) return OkStatus();
     std::optional<std::string> path = nodes_.PathOf(w.node);
-    if (!path && w.source) path = w.source->info().path;  // unlinked while open
+    // The current version, as another writer may have committed since the open; the version
+    // the handle opened only once the name is gone (unlinked while open).
+    const bool unlinked = !path && w.source;
+    if (unlinked) path = w.source->info().path;
     if (path) {
       Result<std::shared_ptr<FileReader>> reader = w.source;
-      if (!w.source) {
+      if (!unlinked) {
         Result<std::unique_ptr<FileReader>> opened = volume_->OpenReader(w.ctx, *path);
         reader = opened.ok() ? Result<std::shared_ptr<FileReader>>(std::move(*opened))
                              : Result<std::shared_ptr<FileReader>>(opened.status());
@@ -768,10 +775,12 @@ class FuseMountImpl final : public FuseMount {
     w->node = node;
     w->ctx = ctx;
     WEFT_ASSIGN_OR_RETURN(w->fd, NewStagingFile());
-    if (!truncate) {
-      if (std::optional<std::string> path = nodes_.PathOf(node)) {
+    if (std::optional<std::string> path = nodes_.PathOf(node)) {
+      if (!truncate) {
         Result<std::unique_ptr<FileReader>> reader = volume_->OpenReader(ctx, *path);
         if (reader.ok()) w->source = std::move(*reader);
+      } else if (Result<FileInfo> info = volume_->Stat(ctx, *path); info.ok()) {
+        w->opened = *info;
       }
     }
     if (truncate) {
@@ -804,15 +813,16 @@ class FuseMountImpl final : public FuseMount {
   // What a handle open on `node` says the file is: its staged size if one writes it, else the
   // version it opened. For a node whose name is gone.
   std::optional<FileInfo> OpenInfo(uint64_t node) {
-    if (WriteHandle* w = OpenWriteOf(node)) {
-      FileInfo info;
-      if (w->source) info = w->source->info();
+    // Under mu_: a handle in writes_ is not freed while it is held (CloseWrite takes it).
+    std::lock_guard lock(mu_);
+    if (auto w = writes_.find(node); w != writes_.end() && !w->second.empty()) {
+      const WriteHandle& h = **w->second.begin();
+      FileInfo info = h.source ? h.source->info() : h.opened;
       info.type = FileType::kFile;
       struct stat st {};
-      if (w->loaded && ::fstat(w->fd, &st) == 0) info.size = static_cast<uint64_t>(st.st_size);
+      if (h.loaded && ::fstat(h.fd, &st) == 0) info.size = static_cast<uint64_t>(st.st_size);
       return info;
     }
-    std::lock_guard lock(mu_);
     auto it = reads_.find(node);
     if (it == reads_.end()) return std::nullopt;
     return it->second.second;

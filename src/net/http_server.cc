@@ -351,6 +351,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
     deadline_.store(kNoDeadline, std::memory_order_relaxed);
     return ec;
   }
+  // Inside Io: moves its deadline (a write that progresses gets more time).
+  void Renew(int64_t deadline_ns) { deadline_.store(deadline_ns, std::memory_order_relaxed); }
   beast::flat_buffer& buffer() { return buffer_; }
   RequestParser& parser() { return *parser_; }
   ServerImpl& server() { return server_; }
@@ -660,9 +662,13 @@ class ResponseWriterImpl final : public ResponseWriter {
     if (!head_.empty()) buffers.insert(buffers.begin(), asio::buffer(head_));
     if (buffers.empty()) return OkStatus();
     // asio's default completion condition caps each system call at 64 KiB; a window of
-    // chunks goes out in as few calls as the socket takes.
-    auto as_much_as_fits = [](const error_code& e, size_t) -> size_t {
-      return e ? 0 : std::numeric_limits<size_t>::max();
+    // chunks goes out in as few calls as the socket takes. It runs before each call: the
+    // send deadline counts from the last progress, so a large response to a slow but
+    // reading client is not cut off, and a client that stopped reading is.
+    auto as_much_as_fits = [this](const error_code& e, size_t) -> size_t {
+      if (e) return 0;
+      conn_.Renew(SendDeadline(conn_.server()));
+      return std::numeric_limits<size_t>::max();
     };
     const error_code ec = conn_.Io(SendDeadline(conn_.server()), [&](auto& s) {
       error_code e;

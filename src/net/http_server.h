@@ -116,7 +116,8 @@ struct HttpServerOptions {
   // connection closes, so a client dripping bytes holds a worker for seconds, not hours.
   std::chrono::seconds body_timeout{20};
   uint64_t min_body_rate = 500;
-  // Writing a response must make progress within this (a client that stopped reading).
+  // Each write of a response must make progress within this (a client that stopped reading);
+  // a large response to a slow reader takes as long as it needs.
   std::chrono::seconds send_timeout{60};
 };
 

@@ -650,6 +650,29 @@ TEST_F(HttpServerTest, DrippedBodyFallsBelowMinimumRate) {
   EXPECT_LT(SteadyClock::now() - start, std::chrono::seconds(4));
 }
 
+// The send deadline counts from the last progress: a response far larger than the socket
+// buffers reaches a client that reads it slowly for longer than send_timeout.
+TEST_F(HttpServerTest, ASlowReaderGetsALargeResponseWhole) {
+  options_.send_timeout = std::chrono::seconds(1);
+  const std::string big(48 << 20, 'r');
+  handler_.fn = [&](const HttpRequest&, BodyReader&, ResponseWriter& resp) {
+    (void)resp.Send(200, {}, big);
+  };
+  StartServer();
+  Client c(port());
+  c.Send("GET /big HTTP/1.1\r\nHost: t\r\n\r\n");
+  const auto start = SteadyClock::now();
+  size_t got = 0;
+  std::string head = c.ReadRaw(1);
+  while (head.find("\r\n\r\n") == std::string::npos) head += c.ReadRaw(1);
+  while (got < big.size()) {
+    got += c.ReadRaw(std::min<size_t>(4 << 20, big.size() - got)).size();
+    std::this_thread::sleep_for(std::chrono::milliseconds(150));  // a slow link
+  }
+  EXPECT_EQ(got, big.size());
+  EXPECT_GT(SteadyClock::now() - start, std::chrono::seconds(1));  // longer than send_timeout
+}
+
 // A head that stops arriving is closed after header_timeout, on the io thread.
 TEST_F(HttpServerTest, StalledHeadIsClosed) {
   options_.header_timeout = std::chrono::seconds(1);

@@ -769,8 +769,10 @@ class FuseMountImpl final : public FuseMount {
     return true;
   }
 
+  // `known`: the file's attributes, when the caller has just read them (open and create do).
   Result<std::unique_ptr<WriteHandle>> OpenWrite(const RequestContext& ctx, uint64_t node,
-                                                 bool truncate) {
+                                                 bool truncate,
+                                                 const std::optional<FileInfo>& known = {}) {
     auto w = std::make_unique<WriteHandle>();
     w->node = node;
     w->ctx = ctx;
@@ -779,6 +781,8 @@ class FuseMountImpl final : public FuseMount {
       if (!truncate) {
         Result<std::unique_ptr<FileReader>> reader = volume_->OpenReader(ctx, *path);
         if (reader.ok()) w->source = std::move(*reader);
+      } else if (known) {
+        w->opened = *known;
       } else if (Result<FileInfo> info = volume_->Stat(ctx, *path); info.ok()) {
         w->opened = *info;
       }
@@ -1179,7 +1183,7 @@ class FuseMountImpl final : public FuseMount {
     Result<FileInfo> info = self->volume_->Stat(ctx, *path);
     if (!info.ok()) return (void)fuse_reply_err(req, ErrnoOf(info.status()));
     if (info->type == FileType::kDirectory) return (void)fuse_reply_err(req, EISDIR);
-    Result<std::unique_ptr<WriteHandle>> w = self->OpenWrite(ctx, ino, fi->flags & O_TRUNC);
+    Result<std::unique_ptr<WriteHandle>> w = self->OpenWrite(ctx, ino, fi->flags & O_TRUNC, *info);
     if (!w.ok()) return (void)fuse_reply_err(req, ErrnoOf(w.status()));
     self->ForgetOpen(ino);
     fi->keep_cache = 0;
@@ -1202,7 +1206,7 @@ class FuseMountImpl final : public FuseMount {
     struct fuse_entry_param e {};
     e.ino = self->nodes_.Lookup(*path);
     Result<std::unique_ptr<WriteHandle>> w =
-        self->OpenWrite(ctx, e.ino, created || (fi->flags & O_TRUNC));
+        self->OpenWrite(ctx, e.ino, created || (fi->flags & O_TRUNC), *info);
     if (!w.ok()) {
       self->nodes_.Forget(e.ino, 1);
       return (void)fuse_reply_err(req, ErrnoOf(w.status()));

@@ -258,7 +258,9 @@ Result<Trace> ParseTrace(std::string_view text, std::string_view name) {
   }
 
   WEFT_RETURN_IF_ERROR(ReadSection(in, "files", &count));
-  trace.files.reserve(count);
+  // Cap the reservations by what the text can hold (a file line takes at least 12 bytes): the
+  // counts are untrusted.
+  trace.files.reserve(std::min<uint64_t>(count, text.size() / 12 + 1));
   for (uint64_t i = 0; i < count; ++i) {
     if (!in.Next(&line)) return in.EndError("fewer file lines than 'files' announced");
     TraceFile file;
@@ -276,7 +278,6 @@ Result<Trace> ParseTrace(std::string_view text, std::string_view name) {
   std::unordered_map<uint32_t, const TraceJob*> jobs;
   for (const TraceJob& j : trace.jobs) jobs.emplace(j.id, &j);
   WEFT_RETURN_IF_ERROR(ReadSection(in, "accesses", &count));
-  // Cap the reservation: the count is untrusted.
   trace.accesses.reserve(std::min<uint64_t>(count, text.size() / 20 + 1));
   int64_t last_t = std::numeric_limits<int64_t>::min();
   for (uint64_t i = 0; i < count; ++i) {

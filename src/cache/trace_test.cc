@@ -90,6 +90,10 @@ TEST(TraceFormat, RejectsMalformedInputNamingTheLine) {
        "line 10: unexpected line"},
       {"weft-trace 1\njobs 0\nfiles 2\nfile 0 1 1 /a\nfile 0 1 1 /b\n",
        "line 5: file 0 is listed twice"},
+      // Counts far beyond the text are refused, not reserved (std::bad_alloc before).
+      {"weft-trace 1\njobs 0\nfiles 3000000000000\nfile 0 1 1 /a\n", "fewer file lines"},
+      {head.substr(0, head.size() - 2) + "18446744073709551615\n0 0 0 0 0 r 0 0 1 0\n",
+       "fewer access lines"},
   };
   for (const Case& c : cases) {
     Result<Trace> t = ParseTrace(c.text, "bad.trace");

@@ -426,7 +426,12 @@ class HintingSampler(_data.Sampler):
       :class:`weft.Client`) gives the endpoint and keys to use; by default the dataset's
       keys, or the environment's.
 
-    ``job`` names the job the order is for (default: the caller's principal).
+    ``job`` names the job the order is for (default: the caller's principal, so every rank
+    reading through one mount or with one key is one job). ``rank`` is this process's rank:
+    by default the wrapped sampler's (``DistributedSampler.rank`` of ``num_replicas``), else
+    the initialised ``torch.distributed`` group's, else 0 of 1. Each rank declares only its
+    own share with its rank and the world size, and its hints replace only that rank's
+    earlier ones, so the spoke sees the whole job's order.
 
     Hinting never breaks training: a failure (no spoke, wrong key, unreachable URL...) is
     logged once as a warning on the ``weft.torch`` logger and the indices are yielded as
@@ -435,8 +440,12 @@ class HintingSampler(_data.Sampler):
     and ``last_reply``."""
 
     def __init__(self, sampler, dataset, *, spoke=None, job=None, client=None,
-                 declare_next=True):
+                 declare_next=True, rank=None):
         self.sampler = sampler
+        self.rank, self.world_size = _rank_of(sampler)
+        if rank is not None:
+            self.rank = int(rank)
+            self.world_size = max(self.world_size, self.rank + 1)
         self.declare_next = declare_next
         self.epoch = None
         self.declared_next_epoch = None  # the epoch last declared ahead, if any
@@ -519,7 +528,8 @@ class HintingSampler(_data.Sampler):
             kind, target = self._destination(base)
             where = target if kind == "file" else target.endpoint
             for n, piece in enumerate(_pieces(paths)):
-                body = {"dataset": dataset_path, "paths": piece, "append": append or n > 0}
+                body = {"dataset": dataset_path, "paths": piece, "append": append or n > 0,
+                        "rank": self.rank, "world_size": self.world_size}
                 if self.job is not None:
                     body["job"] = self.job
                 if kind == "file":
@@ -561,6 +571,22 @@ class HintingSampler(_data.Sampler):
         except OSError as e:
             raise OSError(e.errno, f"the mount refused the hints ({e.strerror})",
                           path) from None
+
+
+def _rank_of(sampler):
+    """(rank, world size) a sampler deals for: DistributedSampler's, else the initialised
+    process group's, else (0, 1)."""
+    rank = getattr(sampler, "rank", None)
+    world = getattr(sampler, "num_replicas", None)
+    if isinstance(rank, int) and isinstance(world, int) and 0 <= rank < world:
+        return rank, world
+    try:
+        import torch.distributed as dist
+        if dist.is_available() and dist.is_initialized():
+            return dist.get_rank(), dist.get_world_size()
+    except Exception:  # no torch.distributed: a single process
+        pass
+    return 0, 1
 
 
 def _fsync_dir(directory):

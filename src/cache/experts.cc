@@ -15,6 +15,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "cache/internal/declared_order.h"
 #include "cache/internal/window.h"
 #include "cache/prefetch.h"
 
@@ -158,63 +159,22 @@ class DirIndex {
 };
 
 // ---------------------------------------------------------------------------------------------
-// 1. Declared hints. The job's declared sequence is a deque whose front is the oldest item not
-// yet read; a read matches if it is among the first kReorderWindow unread entries (DataLoader
-// workers finish a few items out of order). Entries more than kSkipLag before a match were
-// skipped by the job and are dropped, so one skipped item cannot stall the cursor.
+// 1. Declared hints: each rank of a job declares its own sequence, and the job's reads are
+// matched against all of them (internal/declared_order.h). The ranks of a job read at one pace
+// (DDP steps them together), so each rank's k-th unread item comes at about the job's
+// (k × ranks)-th next read.
 class HintExpert final : public Expert {
  public:
   std::string name() const override { return "hints"; }
 
-  void OnHint(const Hint& hint) override {
-    Job& job = jobs_.Touch(hint.job);
-    if (hint.replace) {
-      job.base += job.seq.size();
-      job.seq.clear();
-      job.index.clear();
-    }
-    for (const Item& item : hint.next) {
-      if (job.seq.size() >= kMaxHintItems) break;
-      job.index[item.key].push_back(job.base + job.seq.size());
-      job.seq.push_back(Declared{item, false});
-    }
-  }
+  void OnHint(const Hint& hint) override { jobs_.Touch(hint.job).order.Declare(hint); }
 
-  // A DataLoader's workers each build whole batches, several batches at once, so reads arrive
-  // from a few places of the declared order at a time: a read matches anywhere in it. Items
-  // more than kReorderWindow behind the furthest match are taken as skipped.
   void Observe(const Request& read, bool /*hit*/) override {
     Job* job = jobs_.Find(read.job);
     if (job == nullptr) return;  // a job that never declared anything
     jobs_.Touch(read.job);
     job->rate.Tick(read.time_ns);
-    // An item declared more than once (two epochs declared at once) matches its earliest
-    // unread declaration.
-    size_t at = 0;
-    bool found = false;
-    if (auto it = job->index.find(read.item.key); it != job->index.end()) {
-      std::vector<uint64_t>& positions = it->second;
-      size_t first = 0;
-      while (first < positions.size() &&
-             (positions[first] < job->base || job->seq[positions[first] - job->base].read)) {
-        ++first;
-      }
-      if (first < positions.size()) {
-        found = true;
-        at = positions[first] - job->base;
-        ++first;
-      }
-      positions.erase(positions.begin(), positions.begin() + static_cast<ptrdiff_t>(first));
-      if (positions.empty()) job->index.erase(it);
-    }
-    job->matches.Push(found);
-    if (!found) return;
-    job->seq[at].read = true;
-    for (size_t i = 0; i + kReorderWindow < at; ++i) job->seq[i].read = true;
-    while (!job->seq.empty() && job->seq.front().read) {
-      job->seq.pop_front();
-      ++job->base;
-    }
+    job->matches.Push(job->order.Consume(read.item.key));
   }
 
   void Propose(int64_t now_ns, size_t limit, std::vector<Candidate>* out) override {
@@ -222,7 +182,7 @@ class HintExpert final : public Expert {
     jobs_.ForEach([&](uint32_t id, Job& job) {
       if (job.rate.Idle(now_ns)) return;
       // A job that declared an order but never started reading it is idle too, in time.
-      if (job.seq.empty() || job.rate.started()) {
+      if (job.order.empty() || job.rate.started()) {
         job.declared_ns = -1;
       } else if (job.declared_ns < 0) {
         job.declared_ns = now_ns;
@@ -232,12 +192,27 @@ class HintExpert final : public Expert {
       // Laplace-smoothed match rate: a fresh hint is trusted (p = 1) until reads disagree.
       const double p = static_cast<double>(job.matches.hits() + 1) /
                        static_cast<double>(job.matches.count() + 1);
-      size_t k = 0;
-      for (const Declared& d : job.seq) {
-        if (k >= limit) break;
-        if (d.read) continue;
-        ++k;
-        pool.push_back(Candidate{d.item, id, job.rate.Eta(k, now_ns), p, -1});
+      // Round robin over the ranks with something declared: each rank's k-th unread item.
+      using Cursor = std::deque<internal::DeclaredOrder::Declared>::const_iterator;
+      std::vector<std::pair<Cursor, Cursor>> cursors;
+      for (const auto& [r, rank] : job.order.ranks()) {
+        if (!rank.seq.empty()) cursors.emplace_back(rank.seq.begin(), rank.seq.end());
+      }
+      const size_t width = std::max<size_t>(1, cursors.size());
+      size_t proposed = 0;
+      for (size_t k = 1; proposed < limit && !cursors.empty(); ++k) {
+        for (size_t c = 0; c < cursors.size() && proposed < limit;) {
+          auto& [at, end] = cursors[c];
+          while (at != end && at->read) ++at;
+          if (at == end) {
+            cursors.erase(cursors.begin() + static_cast<ptrdiff_t>(c));
+            continue;
+          }
+          pool.push_back(Candidate{at->item, id, job.rate.Eta(k * width, now_ns), p, -1});
+          ++at;
+          ++proposed;
+          ++c;
+        }
       }
     });
     AppendSoonest(&pool, limit, out);
@@ -251,20 +226,11 @@ class HintExpert final : public Expert {
   }
 
  private:
-  static constexpr size_t kReorderWindow = 4096;
   static constexpr size_t kMatchWindow = 256;  // "the job's last N reads"
   static constexpr size_t kOverrideMinReads = 100;
 
-  struct Declared {
-    Item item;
-    bool read = false;
-  };
   struct Job {
-    std::deque<Declared> seq;  // from the first unread declared item
-    uint64_t base = 0;         // the position of seq.front() in all declared
-    // key -> positions of its declarations not known to be read, ascending (stale ones are
-    // dropped when the key is next read)
-    std::unordered_map<Key, std::vector<uint64_t>> index;  // usually one or two
+    internal::DeclaredOrder order{kMaxHintItems};
     ReadRate rate;
     int64_t declared_ns = -1;  // first proposal of a declared order nobody has read from yet
     internal::HitWindow matches{kMatchWindow};

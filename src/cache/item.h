@@ -46,13 +46,17 @@ struct Request {
   int64_t next_use = kNever;
 };
 
-// A job's declared future: the items it reads next, in order (resolved by the caller from the
-// paths it sent, or from seed, epoch, rank, world size and a manifest). Both the eviction
-// policy and the prefetch experts take it.
+// One rank's declared future: the items it reads next, in order (resolved by the caller from
+// the paths it sent, or from seed, epoch, rank, world size and a manifest). Both the eviction
+// policy and the prefetch experts take it. A job's reads are not told apart by rank (storage
+// sees one principal), but its ranks declare separately: what the job will read is the union
+// of its ranks' latest declarations, and a rank's hint replaces only that rank's own.
 struct Hint {
   uint32_t job = 0;
+  uint32_t rank = 0;
+  uint32_t world = 1;  // the job's ranks: its declared future is complete once all declared
   std::vector<Item> next;
-  bool replace = true;  // false: append to what the job declared before
+  bool replace = true;  // false: append to what this rank declared before
 };
 
 }  // namespace weft::cache

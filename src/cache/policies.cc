@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "cache/cache.h"
+#include "cache/internal/declared_order.h"
 
 namespace weft::cache {
 namespace {
@@ -359,6 +360,11 @@ class BeladyPolicy final : public Policy {
 // read in the next epoch, an item read only in the previous epoch is read later in this one,
 // and an item read in neither is dead. A job's epoch ends at its first repeated read.
 //
+// A job is every rank of it: DistributedSampler deals each epoch's permutation across ranks,
+// so an item one rank read is next read by another, and only the job as a whole reads each
+// item once an epoch. Ranks do not end an epoch together, so for a quarter of an epoch after
+// the repeat, a read of an item the ended epoch did not read is a straggler of that epoch.
+//
 // A finished run's job stops reading, so its epochs stop advancing and its items would never
 // die by that rule; a job is therefore *retired* once it has been idle (no reads while others
 // read) for half its last epoch's length in global reads, and all items it read last are dead.
@@ -367,12 +373,12 @@ class BeladyPolicy final : public Policy {
 // items settle before its second epoch (measured: it beats a tenth, a quarter or a whole
 // epoch at 30% and 70% overlap).
 //
-// Declared hints sharpen both rules. An item a job declares is that job's, alive for its
-// current epoch, whoever read it before: at a run change the new run declares its subset, so
-// the old run's items it shares survive and the rest die at once, instead of half an epoch
-// later and in an order blind to which are shared. A job that read everything it declared is
-// finished (retired) as soon as another job declares: runs that follow one another then hand
-// the cache over with no more misses than the new items themselves.
+// Declared hints sharpen both rules. An item a job declares (any of its ranks) is that job's,
+// alive until the job reads it, whoever read it before: at a run change the new run declares its
+// subset, so the old run's items it shares survive and the rest die at once, instead of half an
+// epoch later and in an order blind to which are shared. A job that read everything it declared is
+// finished (retired) as soon as another job's ranks have all declared: runs that follow one another
+// then hand the cache over with no more misses than the new items themselves.
 //
 // On a miss: evict the oldest dead item; else, for a prefetch only, the oldest item already read
 // this epoch (its next use is next epoch, after the prefetched one); else bypass, since with
@@ -389,24 +395,26 @@ class EpochPolicy final : public Policy {
     ++tick_;
     Job& job = JobFor(r.job);
     const Key key = r.item.key;
-    if (!job.seen.insert(key).second) {
-      job.last_epoch_len = tick_ - job.epoch_start;
-      job.epoch_start = tick_;
-      ++job.epoch;
-      job.seen.clear();
+    bool straggler = false;
+    if (job.seen.count(key) != 0) {
+      StartEpoch(job, key);
+    } else if (tick_ < job.straggle_until && job.previous.count(key) == 0) {
+      // Read neither in the epoch that just ended nor in this one: a rank still finishing the
+      // last epoch. Counting it in this one would end this epoch at its next read, mid-way.
+      straggler = true;
+      job.previous.insert(key);
+    } else {
       job.seen.insert(key);
-      job.current = job.read.end();
     }
+    if (tick_ >= job.straggle_until && !job.previous.empty()) job.previous = {};
     job.last_tick = tick_;
     job.finished = false;
-    if (auto d = job.declared.find(key); d != job.declared.end() && --d->second == 0) {
-      job.declared.erase(d);
-    }
+    job.declared.Consume(key);
     if (!hit) return;
     auto it = entries_.find(key);
     if (it == entries_.end()) return;
     Unlink(it->second);
-    Link(key, it->second, r.job, /*fetched=*/false);
+    Link(key, it->second, r.job, /*fetched=*/false, /*previous_epoch=*/straggler);
   }
   void OnInsert(const Request& r) override {
     const Key key = r.item.key;
@@ -439,9 +447,22 @@ class EpochPolicy final : public Policy {
         it = retired ? jobs_.erase(it) : std::next(it);
         continue;
       }
-      for (const std::list<Key>* l : {&job.read, &job.fetched}) {
-        if (l->empty()) continue;
-        if (retired || entries_.at(l->front()).epoch + 2 <= job.epoch) consider(l->front());
+      // The oldest read item is dead, unless the job declared it and has not read it yet
+      // (declared when an epoch or two ahead): then it is due in this epoch.
+      while (!job.read.empty()) {
+        const Key front = job.read.front();
+        Entry& e = entries_.at(front);
+        if (!retired && e.epoch + 2 > job.epoch) break;
+        if (retired || !job.declared.Contains(front)) {
+          consider(front);
+          break;
+        }
+        Unlink(e);
+        Link(front, e, it->first, /*fetched=*/false, /*previous_epoch=*/true);
+      }
+      if (!job.fetched.empty() &&
+          (retired || entries_.at(job.fetched.front()).epoch + 2 <= job.epoch)) {
+        consider(job.fetched.front());
       }
       ++it;
     }
@@ -453,26 +474,20 @@ class EpochPolicy final : public Policy {
   }
   void OnHint(const Hint& hint) override {
     const uint32_t job_id = hint.job;
-    for (auto& [id, other] : jobs_) {
-      if (id != job_id && other.hinted && other.declared.empty()) other.finished = true;
-    }
     Job& job = JobFor(job_id);
-    if (hint.replace) job.declared.clear();
+    job.declared.Declare(hint);
     job.hinted = true;
     job.finished = false;
+    // Once every rank of this job declared, it has adopted whatever it shares with jobs that
+    // read all they declared: those are finished. (Before, a rank's misses would evict items
+    // its sibling ranks are about to declare.)
+    if (job.declared.ranks().size() >= hint.world) {
+      for (auto& [id, other] : jobs_) {
+        if (id != job_id && other.hinted && other.declared.empty()) other.finished = true;
+      }
+    }
     for (const Item& item : hint.next) {
-      const Key key = item.key;
-      ++job.declared[key];
-      auto it = entries_.find(key);
-      if (it == entries_.end()) continue;
-      Entry& e = it->second;
-      if (e.fetched || (e.job == job_id && e.epoch + 1 >= job.epoch)) continue;
-      // Adopt it as read in the job's previous epoch: its next read is in this one.
-      Unlink(e);
-      e.job = job_id;
-      e.epoch = job.epoch - 1;
-      e.tick = tick_;
-      e.pos = job.read.insert(job.current, key);
+      Adopt(job_id, job, item.key);
     }
   }
   std::string Describe() const override {
@@ -492,20 +507,47 @@ class EpochPolicy final : public Policy {
   };
   struct Job {
     int64_t epoch = 0;
-    std::unordered_set<Key> seen;  // read this epoch
+    std::unordered_set<Key> seen;      // read this epoch
+    std::unordered_set<Key> previous;  // read last epoch, kept while stragglers may come
+    uint64_t straggle_until = 0;       // tick until which stragglers are looked for
     uint64_t epoch_start = 0;
     uint64_t last_epoch_len = 0;  // in global reads; 0 until an epoch completes
     uint64_t first_tick = 0;
     uint64_t last_tick = 0;
     std::list<Key> read;     // cached items this job read last, oldest first
     std::list<Key> fetched;  // cached items prefetched for it and not read yet, oldest first
-    std::list<Key>::iterator current;            // first of `read` read this epoch, or read.end()
-    bool hinted = false;                         // it declared its reads at least once
-    std::unordered_map<Key, uint32_t> declared;  // declared and not read since (counts)
-    bool finished = false;                       // read all it declared, then another job declared
+    std::list<Key>::iterator current;  // first of `read` read this epoch, or read.end()
+    bool hinted = false;               // it declared its reads at least once
+    internal::DeclaredOrder declared{kMaxDeclared};  // its ranks' orders, not read yet
+    bool finished = false;  // read all it declared, then another job declared
   };
 
   static constexpr double kRetireFraction = 0.5;
+  static constexpr size_t kMaxDeclared = size_t{1} << 22;  // per job
+  // How long after an epoch ends reads of items the ended epoch did not read still count as
+  // its own: DDP ranks finish an epoch a few steps apart, and a loader's workers run ahead.
+  static constexpr uint64_t kStraggleDivisor = 4;  // a quarter of the last epoch
+
+  // A repeated read: the job's next epoch began.
+  void StartEpoch(Job& job, Key key) {
+    job.last_epoch_len = tick_ - job.epoch_start;
+    job.epoch_start = tick_;
+    ++job.epoch;
+    job.previous = std::move(job.seen);
+    job.seen = {};
+    job.seen.insert(key);
+    job.straggle_until = tick_ + job.last_epoch_len / kStraggleDivisor;
+    job.current = job.read.end();
+  }
+  // A cached item the job declared is the job's and due this epoch, whoever read it before.
+  void Adopt(uint32_t job_id, Job& job, Key key) {
+    auto it = entries_.find(key);
+    if (it == entries_.end()) return;
+    Entry& e = it->second;
+    if (e.fetched || (e.job == job_id && e.epoch + 1 >= job.epoch)) return;
+    Unlink(e);
+    Link(key, e, job_id, /*fetched=*/false, /*previous_epoch=*/true);
+  }
 
   Job& JobFor(uint32_t id) {
     auto [it, inserted] = jobs_.try_emplace(id);
@@ -523,17 +565,24 @@ class EpochPolicy final : public Policy {
     // as many (it may not have started); a job that died with declarations pending still goes.
     return static_cast<double>(tick_ - job.last_tick) >
            std::max({1.0, kRetireFraction * static_cast<double>(span),
-                     static_cast<double>(job.declared.size())});
+                     static_cast<double>(job.declared.unread())});
   }
-  void Link(Key key, Entry& e, uint32_t job_id, bool fetched) {
+  // Files `key` under the job: prefetched and unread, read this epoch, or (previous_epoch)
+  // read last epoch, hence due in this one.
+  void Link(Key key, Entry& e, uint32_t job_id, bool fetched, bool previous_epoch = false) {
     Job& job = JobFor(job_id);
     e.job = job_id;
-    e.epoch = job.epoch;
+    e.epoch = previous_epoch ? job.epoch - 1 : job.epoch;
     e.tick = tick_;
     e.fetched = fetched;
-    std::list<Key>& l = fetched ? job.fetched : job.read;
-    e.pos = l.insert(l.end(), key);
-    if (!fetched && job.current == job.read.end()) job.current = e.pos;
+    if (fetched) {
+      e.pos = job.fetched.insert(job.fetched.end(), key);
+    } else if (previous_epoch) {
+      e.pos = job.read.insert(job.current, key);
+    } else {
+      e.pos = job.read.insert(job.read.end(), key);
+      if (job.current == job.read.end()) job.current = e.pos;
+    }
   }
   void Unlink(Entry& e) {
     Job& job = jobs_.at(e.job);

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "cache/cache.h"
+#include "cache/internal/declared_order.h"
 
 namespace weft::cache {
 namespace {
@@ -53,8 +54,8 @@ struct Harness {
     return out;
   }
   bool Prefetch(Key key, uint32_t job = 0) { return cache.Insert(Req(key, job), &evicted); }
-  void Declare(const std::vector<Key>& keys, uint32_t job) {
-    Hint hint{job, {}, /*replace=*/true};
+  void Declare(const std::vector<Key>& keys, uint32_t job, uint32_t rank = 0, uint32_t world = 1) {
+    Hint hint{.job = job, .rank = rank, .world = world, .next = {}, .replace = true};
     for (Key k : keys) hint.next.push_back(Req(k, job).item);
     cache.policy().OnHint(hint);
   }
@@ -156,6 +157,57 @@ TEST(EpochTest, DeclaredItemsWaitForAJobThatHasNotStarted) {
   // many reads as job 8 declared.
   EXPECT_EQ(h.Read({3, 4}, /*job=*/9), "bb");
   EXPECT_EQ(h.Read({1, 2}, /*job=*/8), "hh");
+}
+
+// A job's ranks read one epoch between them and each declares only its own share: a rank's
+// hint replaces only its own, and the job's epochs count the reads of all of them.
+TEST(EpochTest, RanksOfAJobDeclareTheirOwnShares) {
+  Harness h("epoch", 4);
+  h.Declare({1, 2}, /*job=*/7, /*rank=*/0, /*world=*/2);
+  h.Declare({3, 4}, /*job=*/7, /*rank=*/1, /*world=*/2);
+  EXPECT_EQ(h.Read({1, 3, 2, 4}, /*job=*/7), "aaaa");
+  // Epoch 1 deals the items afresh: what rank 0 read, rank 1 reads now.
+  h.Declare({3, 1}, /*job=*/7, /*rank=*/0, /*world=*/2);
+  h.Declare({4, 2}, /*job=*/7, /*rank=*/1, /*world=*/2);
+  EXPECT_EQ(h.Read({3, 4, 1, 2}, /*job=*/7), "hhhh");
+  // Job 8's first rank declares: job 7 read all it declared, but job 8's other rank has not
+  // declared yet and may share items with it, so nothing of job 7 is dropped (5 bypasses).
+  h.Declare({5, 1}, /*job=*/8, /*rank=*/0, /*world=*/2);
+  EXPECT_EQ(h.Read({5}, /*job=*/8), "b");
+  h.Declare({6, 2}, /*job=*/8, /*rank=*/1, /*world=*/2);
+  // Now job 8 is whole: job 7's 3 and 4 are dead, 1 and 2 are job 8's.
+  EXPECT_EQ(h.Read({6, 5, 1, 2}, /*job=*/8), "aahh");
+  std::sort(h.evicted.begin(), h.evicted.end());
+  EXPECT_EQ(h.evicted, (Keys{3, 4}));
+}
+
+TEST(DeclaredOrderTest, AHintReplacesOnlyItsRanksDeclarations) {
+  internal::DeclaredOrder order(100);
+  auto hint = [](uint32_t rank, std::vector<Key> keys, bool replace) {
+    Hint h{.job = 1, .rank = rank, .world = 2, .next = {}, .replace = replace};
+    for (Key k : keys) h.next.push_back(Req(k).item);
+    return h;
+  };
+  order.Declare(hint(0, {1, 2, 3}, true));
+  order.Declare(hint(1, {4, 5, 3}, true));
+  EXPECT_EQ(order.unread(), 6u);
+  // 3 is declared by both; once 1 is read, rank 0's 3 is one ahead of its cursor and rank
+  // 1's two ahead, so the read matches rank 0's.
+  EXPECT_TRUE(order.Consume(1));
+  EXPECT_TRUE(order.Consume(3));
+  EXPECT_TRUE(order.Contains(3));  // rank 1's declaration of it is still to come
+  EXPECT_FALSE(order.Consume(9));
+  // Rank 0 replaces its order: its unread 2 goes, rank 1's 4, 5 and 3 stay.
+  order.Declare(hint(0, {6}, true));
+  EXPECT_FALSE(order.Contains(2));
+  EXPECT_TRUE(order.Contains(4));
+  EXPECT_TRUE(order.Contains(6));
+  EXPECT_EQ(order.unread(), 4u);
+  // Appending keeps what the rank declared.
+  order.Declare(hint(1, {7}, false));
+  EXPECT_EQ(order.unread(), 5u);
+  for (Key k : {4, 5, 3, 6, 7}) EXPECT_TRUE(order.Consume(k)) << k;
+  EXPECT_TRUE(order.empty());
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -361,7 +413,7 @@ TEST(W2Test, DeclaredOrdersReachBelady) {
       uint64_t hits = 0;
       for (size_t i = 0; i < reads.size(); ++i) {
         if (i % kW2Subset == 0) {  // an epoch starts
-          Hint hint{reads[i].job, {}, /*replace=*/true};
+          Hint hint{.job = reads[i].job, .next = {}, .replace = true};
           for (size_t j = i; j < std::min(reads.size(), i + 2 * kW2Subset); ++j) {
             if (reads[j].job == reads[i].job) hint.next.push_back(reads[j].item);
           }

@@ -93,7 +93,7 @@ std::vector<Candidate> ProposeAll(Expert& e, int64_t now_ns, size_t limit = 1000
 TEST(HintExpert, ProposesDeclaredOrderAndAdvances) {
   auto e = MakeHintExpert();
   const std::vector<Item> items = Files(0, 10);
-  e->OnHint(Hint{1, items, true});
+  e->OnHint(Hint{.job = 1, .next = items, .replace = true});
   auto c = ProposeAll(*e, 0, 5);
   EXPECT_EQ(Keys(c), KeysOf({items.begin(), items.begin() + 5}));
   for (const Candidate& x : c) EXPECT_DOUBLE_EQ(x.probability, 1.0);
@@ -108,9 +108,9 @@ TEST(HintExpert, ProposesDeclaredOrderAndAdvances) {
   EXPECT_NEAR(c[4].eta_s, 0.050, 1e-6);
 
   // Appending extends the stream; replacing restarts it.
-  e->OnHint(Hint{1, Files(100, 2), false});
+  e->OnHint(Hint{.job = 1, .next = Files(100, 2), .replace = false});
   EXPECT_EQ(ProposeAll(*e, 20 * kMs).size(), 10u);
-  e->OnHint(Hint{1, Files(200, 3), true});
+  e->OnHint(Hint{.job = 1, .next = Files(200, 3), .replace = true});
   EXPECT_EQ(Keys(ProposeAll(*e, 20 * kMs)), KeysOf(Files(200, 3)));
 }
 
@@ -120,7 +120,7 @@ TEST(HintExpert, AnItemDeclaredTwiceMatchesItsFirstUnreadDeclaration) {
   const std::vector<Item> epoch0 = Files(0, 200);
   std::vector<Item> both = epoch0;
   both.insert(both.end(), epoch0.rbegin(), epoch0.rend());
-  e->OnHint(Hint{1, both, true});
+  e->OnHint(Hint{.job = 1, .next = both, .replace = true});
   for (size_t i = 0; i < 150; ++i) e->Observe(Read(epoch0[i], 1, i * kMs), false);
   // Reads of epoch 0 consumed epoch 0's declarations, not epoch 1's: what comes next is the
   // rest of epoch 0, then epoch 1 from its start; every read matched.
@@ -137,7 +137,7 @@ TEST(HintExpert, AnItemDeclaredTwiceMatchesItsFirstUnreadDeclaration) {
 TEST(HintExpert, ToleratesSmallReorderings) {
   auto e = MakeHintExpert();
   const std::vector<Item> items = Files(0, 20);
-  e->OnHint(Hint{1, items, true});
+  e->OnHint(Hint{.job = 1, .next = items, .replace = true});
   for (int i : {1, 0, 3, 2, 5, 4}) e->Observe(Read(items[i], 1, i * kMs), false);
   EXPECT_EQ(ProposeAll(*e, 6 * kMs, 3)[0].item.key, items[6].key);
   // Reading 8 before 6 and 7: 8 is not proposed again, 6 and 7 still are.
@@ -159,7 +159,7 @@ TEST(HintExpert, OverridesOtherExpertsOnceItMatches) {
   ASSERT_EQ(experts.size(), 2u);
   Expert* hints = experts[0].get();
   Ensemble ens(EnsembleOptions{}, &catalog, std::move(experts));
-  ens.AddHint(Hint{1, items, true});
+  ens.AddHint(Hint{.job = 1, .next = items, .replace = true});
   // Job 2 declares nothing and reads every other file of another directory.
   auto never = [](Key) { return false; };
   int64_t t = 0;
@@ -188,7 +188,7 @@ TEST(HintExpert, OverridesOtherExpertsOnceItMatches) {
 
   // A hint that stops matching loses the override.
   auto solo = MakeHintExpert();
-  solo->OnHint(Hint{1, items, true});
+  solo->OnHint(Hint{.job = 1, .next = items, .replace = true});
   for (size_t i = 0; i < 120; ++i) solo->Observe(Read(items[i], 1, i), false);
   EXPECT_TRUE(solo->Overrides(1));
   for (size_t i = 0; i < 5; ++i) solo->Observe(Read(MakeItem(9000 + i), 1, 200), false);

@@ -219,7 +219,10 @@ class Link {
   int64_t free_ = 0;            // when the pipe is next free
 };
 
-enum class EventType : uint8_t { kIssue, kLand, kStreamEnd };
+// kHint first: every rank that starts an epoch at some instant declares its order before any
+// rank reads at that instant, as ranks released together by DDP's barrier do (each sampler
+// sends its hint, then its loader starts).
+enum class EventType : uint8_t { kHint, kIssue, kLand, kStreamEnd };
 
 struct Event {
   int64_t t;
@@ -227,7 +230,12 @@ struct Event {
   EventType type;
   uint32_t stream;
   size_t index;  // batch (kIssue) or prefetch record (kLand)
-  bool operator>(const Event& o) const { return t != o.t ? t > o.t : seq > o.seq; }
+  bool operator>(const Event& o) const {
+    if (t != o.t) return t > o.t;
+    if ((type == EventType::kHint) != (o.type == EventType::kHint))
+      return o.type == EventType::kHint;
+    return seq > o.seq;
+  }
 };
 
 struct PrefetchRecord {
@@ -285,6 +293,12 @@ class Simulator {
     result_.capacity_bytes = config_.capacity_bytes;
     result_.upload_bytes = p_.upload_bytes;
     stream_state_.resize(p_.streams.size());
+    for (const Stream& st : p_.streams) {
+      if (step_ranks_.size() <= st.job) step_ranks_.resize(st.job + 1);
+      std::vector<uint32_t>& ranks = step_ranks_[st.job];
+      if (ranks.size() < st.batches.size()) ranks.resize(st.batches.size());
+      for (size_t k = 0; k < st.batches.size(); ++k) ++ranks[k];
+    }
 
     // Runs follow each other: run r starts when the last rank of run r−1 finishes, its jobs
     // keeping the trace's arrival gaps.
@@ -293,6 +307,9 @@ class Simulator {
       const Event e = events_.top();
       events_.pop();
       switch (e.type) {
+        case EventType::kHint:
+          SendHint(p_.streams[e.stream], e.index);
+          break;
         case EventType::kIssue:
           Issue(e.stream, e.index, e.t);
           break;
@@ -338,6 +355,11 @@ class Simulator {
     int64_t start = 0;
     int64_t gpu_free = 0;  // when the accelerator finished its last batch
   };
+  // A synchronised step of one job that some of its ranks are ready for.
+  struct SyncStep {
+    int64_t begin = 0;              // the latest of their data and previous steps
+    std::vector<uint32_t> streams;  // the ranks that issued it
+  };
 
   static PhaseStats Sum(const PhaseStats& a, const PhaseStats& b) {
     PhaseStats s;
@@ -359,6 +381,12 @@ class Simulator {
 
   void Push(int64_t t, EventType type, uint32_t stream, size_t index) {
     events_.push(Event{t, seq_++, type, stream, index});
+    if (type != EventType::kIssue || !config_.hints) return;
+    const Stream& st = p_.streams[stream];
+    const Batch& batch = st.batches[index];
+    if (!batch.val && (index == 0 || st.batches[index - 1].epoch != batch.epoch)) {
+      events_.push(Event{t, seq_++, EventType::kHint, stream, index});
+    }
   }
 
   void StartRun(size_t run, int64_t at) {
@@ -405,9 +433,14 @@ class Simulator {
     return it == prefetch_size_.end() ? 0 : it->second;
   }
 
-  void SendHint(uint32_t s, const Stream& st, size_t batch) {
+  // The rank declares what it reads from `batch` on. Reads and hints name the job, not the
+  // stream: storage sees a job's ranks as one reader (one principal), and each rank's hint
+  // replaces only its own share of the job's declared order.
+  void SendHint(const Stream& st, size_t batch) {
     Hint hint;
-    hint.job = s;
+    hint.job = st.job;
+    hint.rank = st.rank;
+    hint.world = p_.trace.jobs[st.job].world;
     hint.replace = true;
     const uint32_t epoch = st.batches[batch].epoch;
     Key last = 0;
@@ -432,9 +465,6 @@ class Simulator {
     const Stream& st = p_.streams[s];
     StreamState& ss = stream_state_[s];
     const Batch& batch = st.batches[k];
-    if (config_.hints && !batch.val && (k == 0 || st.batches[k - 1].epoch != batch.epoch)) {
-      SendHint(s, st, k);  // the rank declares its epoch order (and the next epoch's)
-    }
     PhaseStats& phase = batch.epoch == 0 ? result_.first : result_.steady;
     int64_t ready = t;
     for (size_t j = batch.first; j < batch.first + batch.count; ++j) {
@@ -443,7 +473,7 @@ class Simulator {
       frontier_ = std::max(frontier_, i);
       Request req;
       req.item = r.item;
-      req.job = s;
+      req.job = st.job;
       req.time_ns = t;
       req.next_use = p_.next_use[i];
       const Key key = r.item.key;
@@ -520,7 +550,25 @@ class Simulator {
       ready = std::max(ready, item_ready);
     }
     // The accelerator takes the batch once its data is in and the previous batch is done.
-    const int64_t begin = std::max(ready, ss.gpu_free);
+    if (!options_.sync_ranks) return Take(s, k, std::max(ready, ss.gpu_free));
+    // Data-parallel ranks take step k together: once every rank has its batch and every rank
+    // finished step k − 1 (the gradient all-reduce ends a step for all ranks at once), so the
+    // slowest rank's data sets the pace, as in DDP.
+    auto [step, added] = steps_.try_emplace(std::make_pair(st.job, k));
+    step->second.begin = std::max({step->second.begin, ready, ss.gpu_free});
+    step->second.streams.push_back(s);
+    if (step->second.streams.size() < step_ranks_[st.job][k]) return;
+    const SyncStep done = std::move(step->second);
+    steps_.erase(step);
+    for (uint32_t r : done.streams) Take(r, k, done.begin);
+  }
+
+  // Stream s's accelerator takes its batch k at `begin`; its loader asks for what follows.
+  void Take(uint32_t s, size_t k, int64_t begin) {
+    const Stream& st = p_.streams[s];
+    StreamState& ss = stream_state_[s];
+    const Batch& batch = st.batches[k];
+    PhaseStats& phase = batch.epoch == 0 ? result_.first : result_.steady;
     const int64_t stall = begin - ss.gpu_free;
     const int64_t compute =
         static_cast<int64_t>(std::llround(batch.compute_ns * options_.compute_scale));
@@ -716,6 +764,8 @@ class Simulator {
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
   uint64_t seq_ = 0;
   std::vector<StreamState> stream_state_;
+  std::vector<std::vector<uint32_t>> step_ranks_;          // per job, per step: ranks that take it
+  std::map<std::pair<uint32_t, size_t>, SyncStep> steps_;  // (job, step) waiting for ranks
   size_t running_in_run_ = 0;
   size_t current_run_ = 0;
   int64_t makespan_ = 0;

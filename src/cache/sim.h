@@ -35,6 +35,9 @@ struct SimOptions {
   uint32_t prefetch_batch_items = 64;
   uint64_t prefetch_batch_bytes = 4 << 20;
   uint64_t seed = 1;  // for policies with random choices
+  // A job's ranks take each step together, as data-parallel training (DDP) does; false: each
+  // rank runs at its own pace.
+  bool sync_ranks = true;
 };
 
 enum class PrefetchMode {

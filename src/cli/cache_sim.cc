@@ -38,6 +38,7 @@ struct SimArgs {
   double disk_mb_s = 2000;
   double disk_us = 100;
   uint32_t loader_batches = 16;
+  bool async_ranks = false;
   double compute_scale = 1;
   double lead_s = 0.5;
   double staging_fraction = 0.2;
@@ -131,6 +132,7 @@ int RunCacheSim(CommandEnv& env, const SimArgs& args) {
   o.disk_bytes_per_s = args.disk_mb_s * 1e6;
   o.disk_latency_s = args.disk_us / 1e6;
   o.loader_batches = args.loader_batches;
+  o.sync_ranks = !args.async_ranks;
   o.compute_scale = args.compute_scale;
   o.lead_s = args.lead_s;
   o.staging_fraction = args.staging_fraction;
@@ -362,6 +364,9 @@ void AddCacheSimCommands(CLI::App& app, std::function<int(CommandEnv&)>& action)
   sim->add_option("--loader-batches", sargs->loader_batches,
                   "Batches a rank's loader keeps in flight (workers × prefetch_factor)")
       ->capture_default_str();
+  sim->add_flag("--async-ranks", sargs->async_ranks,
+                "Let each rank run at its own pace (default: a job's ranks take each step\n"
+                "together, as DDP's all-reduce makes them)");
   sim->add_option("--compute-scale", sargs->compute_scale, "Multiply every job's compute time")
       ->capture_default_str();
   sim->add_option("--lead-s", sargs->lead_s, "Prefetch bytes in flight ≈ bandwidth × (rtt + lead)")

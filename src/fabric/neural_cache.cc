@@ -248,6 +248,8 @@ class NeuralCacheImpl final : public NeuralCache {
     }
     cache::Hint declared;
     declared.job = JobId(hint.job);
+    declared.rank = hint.rank;
+    declared.world = hint.world_size;
     declared.replace = !hint.append;
     {
       std::lock_guard lock(mu_);

@@ -71,9 +71,11 @@ struct HintRequest {
   std::string sampler = "permutation";
   uint64_t seed = 0;
   uint64_t epoch = 0;
+  // The rank this order is for, in both modes: a job's ranks each declare their own share,
+  // and a hint replaces (or appends to) only its rank's. Seed mode also computes that share.
   uint32_t rank = 0;
   uint32_t world_size = 1;
-  bool append = false;  // add to the job's declared order instead of replacing it
+  bool append = false;  // add to the rank's declared order instead of replacing it
 };
 
 struct HintResult {

@@ -412,6 +412,41 @@ class HintTest(ClassHub):
         self.assertGreaterEqual(after["hits"] - before["hits"], FILES * 9 // 10, after)
         self.assertGreater(hints["useful"], 0, after)
 
+    def test_each_rank_declares_its_own_share(self):
+        import torch
+
+        ds = weft.WeftDataset("weft://data/train", client=self.spoke_client)
+        sent = []
+        rest = self.spoke_client.rest
+
+        def recording(method, endpoint, body=None, **kw):
+            sent.append(body)
+            return rest(method, endpoint, body, **kw)
+
+        self.spoke_client.rest = recording
+        self.addCleanup(delattr, self.spoke_client, "rest")
+        shares = []
+        for rank in range(2):
+            dist = torch.utils.data.DistributedSampler(ds, num_replicas=2, rank=rank, seed=4)
+            sampler = weft.HintingSampler(dist, ds, spoke=self.spoke.url, job="job-ranks",
+                                          client=self.spoke_client, declare_next=False)
+            sampler.set_epoch(1)
+            shares.append(list(sampler))
+            self.assertEqual((sampler.hint_failures, sampler.hints_accepted),
+                             (0, len(shares[-1])))
+        # Together the two ranks cover the dataset; each hint names its rank and the world,
+        # so the spoke replaces only that rank's earlier order (rank 1 used to erase rank 0's).
+        self.assertEqual(sorted(shares[0] + shares[1]), list(range(FILES)))
+        self.assertEqual([(b["rank"], b["world_size"], b["append"]) for b in sent],
+                         [(0, 2, False), (1, 2, False)])
+        self.assertEqual([p for p in sent[1]["paths"]], [ds.path_of(i) for i in shares[1]])
+        # An explicit rank beyond the sampler's world widens it rather than being refused.
+        lone = weft.HintingSampler(range(3), ds, spoke=self.spoke.url, client=self.spoke_client,
+                                   rank=3)
+        list(lone)
+        self.assertEqual((sent[-1]["rank"], sent[-1]["world_size"]), (3, 4))
+        self.assertEqual(lone.hint_failures, 0)
+
     def test_large_orders_go_in_pieces_and_set_epoch_is_forwarded(self):
         import torch
         import weft.torch as wt

@@ -246,6 +246,32 @@ TEST_F(FabricTest, ReReadsOfUnchangedSmallFilesMoveMetadataOnly) {
   EXPECT_LE(second, 180'000u + 1'000u);  // the new bytes and their frame headers, nothing else
 }
 
+// A directory read again and again keeps its lease: the spoke renews it in one round trip
+// before it lapses, so re-reads past the lease's length ask the hub nothing per file, and a
+// change at the hub is still seen at once (the renewed lease is revoked like any other).
+TEST_F(FabricTest, LeasesOfDirectoriesInUseAreRenewedNotLetLapse) {
+  std::map<std::string, std::string> files;
+  for (int i = 0; i < 20; ++i) files["/data/f" + std::to_string(i)] = RandomBytes(5'000, 200 + i);
+  for (const auto& [path, data] : files) ASSERT_TRUE(Put(hub_.volume(), path, data).ok());
+  auto spoke = OpenSpoke(hub_.url(), {"/data"});
+  ASSERT_TRUE(spoke.ok());
+  for (const auto& [path, data] : files) ASSERT_EQ(*Get(**spoke, path), data);
+  const PortalStats first = (*spoke)->Stats();
+  // Three lease lengths of reading one file every 200 ms.
+  const auto until = std::chrono::steady_clock::now() + milliseconds(6000);
+  while (std::chrono::steady_clock::now() < until) {
+    ASSERT_EQ(*Get(**spoke, "/data/f0"), files["/data/f0"]);
+    std::this_thread::sleep_for(milliseconds(200));
+  }
+  for (const auto& [path, data] : files) ASSERT_EQ(*Get(**spoke, path), data);
+  const PortalStats later = (*spoke)->Stats();
+  EXPECT_GE(later.lease_renewals, 2u);
+  EXPECT_EQ(later.metadata_misses, first.metadata_misses);
+  const std::string v2 = RandomBytes(5'000, 999);
+  ASSERT_TRUE(Put(hub_.volume(), "/data/f3", v2).ok());
+  EXPECT_EQ(*Get(**spoke, "/data/f3"), v2);
+}
+
 // Changed files move about what changed: a small file with a region rewritten and one with
 // bytes appended arrive inside their lookups as deltas against the version the spoke holds;
 // a large file with scattered edits is fetched as deltas chunk by chunk.

@@ -187,6 +187,7 @@ Status HubService::Dispatch(Call& call) {
     call.tags = spoke.tags;
     if (call.op == "events") return Events(call);
     if (call.op == "lookup") return Lookup(call);
+    if (call.op == "renew") return Renew(call);
     if (call.op == "list") return List(call);
     if (call.op == "fetch") return Fetch(call);
     if (call.op == "missing") return Missing(call);
@@ -329,6 +330,29 @@ Status HubService::Lookup(Call& call) {
     results.push_back(std::move(one));
   }
   call.reply["results"] = std::move(results);
+  return OkStatus();
+}
+
+// Renews the leases a spoke still holds on directories it is reading (`dirs`, as leased):
+// one round trip keeps a working set's metadata, where letting the leases lapse would cost a
+// lookup per file. Reveals nothing: only a lease already granted (hence authorised) is
+// extended, and each answer is just its new length (0: not held, or being revoked).
+Status HubService::Renew(Call& call) {
+  const std::string spoke = call.args.at("spoke").get<std::string>();
+  const json& dirs = call.args.at("dirs");
+  if (!dirs.is_array() || dirs.size() > kMaxLookupBatch) {
+    return InvalidArgument("'dirs' must be a list of at most " + std::to_string(kMaxLookupBatch) +
+                           " directories");
+  }
+  json results = json::array();
+  for (const json& d : dirs) {
+    const std::string key = d.get<std::string>();
+    const uint64_t epoch = upstream_ != nullptr ? upstream_->Epoch(key) : 0;
+    auto lease = leases_->Renew(spoke, key);
+    if (upstream_ != nullptr) lease = std::min(lease, upstream_->Remaining(key, epoch));
+    results.push_back(lease.count());
+  }
+  call.reply["lease_ms"] = std::move(results);
   return OkStatus();
 }
 

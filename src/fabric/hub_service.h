@@ -96,6 +96,7 @@ class HubService : public net::HttpHandler {
   Status Attach(Call& call);
   Status Events(Call& call);
   Status Lookup(Call& call);
+  Status Renew(Call& call);
   // One path of a lookup ("path", optional "snapshot", "version" and "inline_bytes" in `args`)
   // into `reply`, and with `frames` non-null the chunks of a file up to inline_bytes there.
   Status LookupOne(Call& call, const std::string& spoke, const nlohmann::json& args,

@@ -43,6 +43,15 @@ std::chrono::milliseconds LeaseState::Grant(const std::string& spoke, const std:
   return length;
 }
 
+std::chrono::milliseconds LeaseState::Renew(const std::string& spoke, const std::string& dir,
+                                            SteadyTime now, std::chrono::milliseconds at_most) {
+  auto by_dir = leases_.find(dir);
+  if (by_dir == leases_.end()) return std::chrono::milliseconds(0);
+  auto held = by_dir->second.find(spoke);
+  if (held == by_dir->second.end() || held->second <= now) return std::chrono::milliseconds(0);
+  return Grant(spoke, dir, now, at_most);
+}
+
 LeaseState::Begun LeaseState::BeginRevoke(const Affected& affected, SteadyTime now) {
   for (const auto& d : affected.dirs) revoking_dirs_.insert(d);
   for (const auto& s : affected.subtrees) revoking_subtrees_.insert(s);
@@ -189,6 +198,13 @@ std::chrono::milliseconds LeaseTable::Grant(const std::string& spoke, const std:
   std::lock_guard lock(mu_);
   if (shutdown_) return std::chrono::milliseconds(0);
   return state_.Grant(spoke, dir, std::chrono::steady_clock::now(), at_most);
+}
+
+std::chrono::milliseconds LeaseTable::Renew(const std::string& spoke, const std::string& dir,
+                                            std::chrono::milliseconds at_most) {
+  std::lock_guard lock(mu_);
+  if (shutdown_) return std::chrono::milliseconds(0);
+  return state_.Renew(spoke, dir, std::chrono::steady_clock::now(), at_most);
 }
 
 LeaseTable::Revocation LeaseTable::Revoke(const Affected& affected) {

@@ -82,6 +82,11 @@ class LeaseState {
       const std::string& spoke, const std::string& dir, SteadyTime now,
       std::chrono::milliseconds at_most = std::chrono::milliseconds::max());
 
+  // As LeaseTable::Renew, at time `now`.
+  std::chrono::milliseconds Renew(
+      const std::string& spoke, const std::string& dir, SteadyTime now,
+      std::chrono::milliseconds at_most = std::chrono::milliseconds::max());
+
   struct Begun {
     uint64_t id = 0;  // names the revocation to Complete, Deadline and EndRevoke
     // The whole revocation (for traces); each holder is sent only the directories it leases.
@@ -157,6 +162,14 @@ class LeaseTable {
   // shorter. Returns its length, or zero when `dir` is being revoked right now (the spoke may
   // use the answer once but must not cache it).
   std::chrono::milliseconds Grant(
+      const std::string& spoke, const std::string& dir,
+      std::chrono::milliseconds at_most = std::chrono::milliseconds::max());
+
+  // Extends a lease `spoke` still holds on `dir` (unexpired, and `dir` not being revoked) as
+  // Grant would; zero when it holds none. While a lease runs no mutation of its directory
+  // commits unannounced, so a spoke whose lease was renewed without a lapse, and that heard
+  // no invalidation meanwhile, may keep what it cached under it.
+  std::chrono::milliseconds Renew(
       const std::string& spoke, const std::string& dir,
       std::chrono::milliseconds at_most = std::chrono::milliseconds::max());
 

@@ -68,6 +68,21 @@ TEST(LeaseTableTest, SilentHolderIsWaitedForOnlyUntilItsLeaseEnds) {
   EXPECT_EQ(table.expired_waits(), 1u);
 }
 
+// Renew extends only a lease the spoke still holds, and none while its directory is revoked.
+TEST(LeaseTableTest, RenewExtendsOnlyALeaseStillHeld) {
+  const auto t0 = Steady::now();
+  LeaseState state(LeaseTableOptions{milliseconds(1000)}, t0);
+  EXPECT_EQ(state.Renew("s1", "/a", t0).count(), 0);  // never granted
+  EXPECT_EQ(state.Grant("s1", "/a", t0).count(), 1000);
+  EXPECT_EQ(state.Renew("s2", "/a", t0).count(), 0);  // another spoke's lease
+  EXPECT_EQ(state.Renew("s1", "/a", t0 + milliseconds(900)).count(), 1000);
+  EXPECT_EQ(state.Renew("s1", "/a", t0 + milliseconds(1800)).count(), 1000);  // ran to 1900
+  EXPECT_EQ(state.Renew("s1", "/a", t0 + milliseconds(2900)).count(), 0);     // lapsed at 2800
+  state.Grant("s1", "/b", t0 + milliseconds(3000));
+  state.BeginRevoke(Dirs({"/b"}), t0 + milliseconds(3000));
+  EXPECT_EQ(state.Renew("s1", "/b", t0 + milliseconds(3100)).count(), 0);
+}
+
 TEST(LeaseTableTest, NoGrantsWhileRevokingAndOnlyAffectedHoldersAreAsked) {
   LeaseTable table(LeaseTableOptions{milliseconds(5000)});
   table.Grant("s1", "/other");

@@ -16,6 +16,7 @@ const MetaCache::Dir* MetaCache::DirLocked(const std::string& key,
                                            std::optional<SteadyTime> now) const {
   auto it = dirs_.find(key);
   if (it == dirs_.end() || (now && it->second.expiry <= *now)) return nullptr;
+  if (now) it->second.last_used = std::max(it->second.last_used, *now);
   return &it->second;
 }
 
@@ -83,7 +84,28 @@ MetaCache::Dir* MetaCache::InstallLocked(const Ticket& ticket, int64_t lease_ms,
   if (d.expiry <= now) d = Dir{};
   // At the hub a grant only ever extends a lease, so the entries keep their protection.
   d.expiry = std::max(d.expiry, expiry);
+  d.lease = lease;
   return &d;
+}
+
+std::vector<std::string> MetaCache::Renewable(SteadyTime now) {
+  std::lock_guard lock(mu_);
+  std::vector<std::string> out;
+  for (const auto& [key, d] : dirs_) {
+    if (d.expiry <= now || d.expiry - now >= d.lease / 2) continue;
+    if (d.last_used + d.lease < now) continue;
+    out.push_back(key);
+  }
+  return out;
+}
+
+bool MetaCache::Renew(const Ticket& ticket, int64_t lease_ms, SteadyTime now) {
+  std::lock_guard lock(mu_);
+  auto it = dirs_.find(ticket.key);
+  // A lease that lapsed before the renewal was asked for may have let a change through
+  // unannounced: what it protected is not kept (InstallLocked would drop it).
+  if (it == dirs_.end() || it->second.expiry <= ticket.sent) return false;
+  return InstallLocked(ticket, lease_ms, now) != nullptr;
 }
 
 bool MetaCache::InstallLookup(const Ticket& ticket, int64_t lease_ms, SteadyTime now,

@@ -66,6 +66,14 @@ class MetaCache {
   bool InstallListed(const Ticket& ticket, int64_t lease_ms, SteadyTime now, const std::string& dir,
                      const ReadDirPage& listing, bool whole);
 
+  // Directories worth renewing at `now`: their lease still runs but has under half its length
+  // left, and something was found under them within the last lease length.
+  std::vector<std::string> Renewable(SteadyTime now);
+  // The hub renewed `ticket.key`'s lease for `lease_ms`: keeps its entries for that long, if
+  // the lease had not lapsed and no invalidation of the key arrived since the ticket. False
+  // otherwise (nothing changes).
+  bool Renew(const Ticket& ticket, int64_t lease_ms, SteadyTime now);
+
   // Drops what an invalidation covers; answers in flight for it will not be installed.
   void Invalidate(const Affected& affected);
   // Drops everything (the hub forgot this spoke's leases).
@@ -79,6 +87,8 @@ class MetaCache {
  private:
   struct Dir {
     SteadyTime expiry{};
+    std::chrono::milliseconds lease{0};           // the length of the last grant
+    mutable SteadyTime last_used{};               // when something was last found under it
     std::map<std::string, CachedLookup> lookups;  // by path
     std::map<std::string, ReadDirPage> pages;
     std::map<std::string, FileInfo> listed;  // by path: infos from listings

@@ -101,6 +101,32 @@ TEST_F(MetaCacheTest, EntriesFromAnExpiredLeaseDoNotRideOnANewOne) {
   EXPECT_FALSE(cache_.FindLookup("/d", "/d/old", later).has_value());
 }
 
+// Renewing a lease that still runs keeps what it protects; one that lapsed, or that an
+// invalidation overtook, keeps nothing.
+TEST_F(MetaCacheTest, ARenewedLeaseKeepsItsEntriesALapsedOneDoesNot) {
+  auto ticket = cache_.Begin("/d", t0_);
+  ASSERT_TRUE(cache_.InstallLookup(ticket, 1000, t0_, "/d/a", Found("/d/a")));
+  ASSERT_TRUE(cache_.InstallLookup(cache_.Begin("/e", t0_), 1000, t0_, "/e/a", Found("/e/a")));
+  // Neither has half its lease left, but only /d was used since: only /d is worth renewing.
+  EXPECT_TRUE(cache_.FindLookup("/d", "/d/a", t0_ + milliseconds(400)).has_value());
+  EXPECT_TRUE(cache_.Renewable(t0_ + milliseconds(300)).empty());  // over half left
+  EXPECT_EQ(cache_.Renewable(t0_ + milliseconds(600)), std::vector<std::string>{"/d"});
+  auto renew = cache_.Begin("/d", t0_ + milliseconds(600));
+  EXPECT_TRUE(cache_.Renew(renew, 1000, t0_ + milliseconds(620)));
+  EXPECT_TRUE(cache_.FindLookup("/d", "/d/a", t0_ + milliseconds(1400)).has_value());
+  // /e lapsed at 900 ms: a renewal asked later cannot vouch for its entries.
+  EXPECT_FALSE(
+      cache_.Renew(cache_.Begin("/e", t0_ + milliseconds(950)), 1000, t0_ + milliseconds(960)));
+  EXPECT_FALSE(cache_.FindLookup("/e", "/e/a", t0_ + milliseconds(970)).has_value());
+  // An invalidation between the ask and the answer wins.
+  auto late = cache_.Begin("/d", t0_ + milliseconds(1200));
+  Affected a;
+  a.dirs.insert("/d");
+  cache_.Invalidate(a);
+  EXPECT_FALSE(cache_.Renew(late, 1000, t0_ + milliseconds(1210)));
+  EXPECT_FALSE(cache_.FindLookup("/d", "/d/a", t0_ + milliseconds(1220)).has_value());
+}
+
 TEST_F(MetaCacheTest, EpochAndRemainingForChainedSpokes) {
   uint64_t epoch = cache_.Epoch("/d");
   auto t = cache_.Begin("/d", t0_);

@@ -199,6 +199,7 @@ class PortalVolumeImpl final : public PortalVolume, private DataStore {
     neural_.reset();  // its prefetch threads call into this volume
     stop_ = true;
     if (poller_.joinable()) poller_.join();
+    if (renewer_.joinable()) renewer_.join();
   }
 
   Status Start() {
@@ -208,6 +209,7 @@ class PortalVolumeImpl final : public PortalVolume, private DataStore {
     hub_->SetForgottenHandler([this] { cache_.Clear(); });
     WEFT_RETURN_IF_ERROR(hub_->Attach(req).status());
     poller_ = std::thread([this] { PollLoop(); });
+    renewer_ = std::thread([this] { RenewLoop(); });
     if (options_.neural_cache) {
       NeuralCacheOptions n = *options_.neural_cache;
       // The policy's items and the staged prefetches are held; what is left stays free for
@@ -240,6 +242,7 @@ class PortalVolumeImpl final : public PortalVolume, private DataStore {
     s.bytes_fetched = bytes_fetched_;
     s.bytes_uploaded = bytes_uploaded_;
     s.invalidations = invalidations_;
+    s.lease_renewals = renewals_;
     s.stale_answers = stale_answers_;
     if (bounded_) {
       BoundedChunkStoreStats b = bounded_->bounded_stats();
@@ -685,6 +688,42 @@ class PortalVolumeImpl final : public PortalVolume, private DataStore {
         // is cached may be stale, so drop it all.
         cache_.Clear();
         std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      }
+    }
+  }
+
+  // Keeps the leases of directories in use from lapsing: training re-reads a dataset every
+  // epoch, and a lapsed lease costs one lookup round trip per file read next (an epoch of
+  // 1,800 files took 8 s instead of 1.5 s at 40 ms). One batched "renew" every half lease
+  // keeps them while they are read; unused ones run out as before.
+  void RenewLoop() {
+    while (!stop_) {
+      for (int i = 0; i < 5 && !stop_; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
+      if (stop_) break;
+      const std::vector<std::string> dirs = cache_.Renewable(Clock::now());
+      for (size_t start = 0; start < dirs.size(); start += HubService::kMaxLookupBatch) {
+        const size_t end = std::min(dirs.size(), start + HubService::kMaxLookupBatch);
+        std::vector<MetaCache::Ticket> tickets;
+        json keys = json::array();
+        for (size_t k = start; k < end; ++k) {
+          tickets.push_back(cache_.Begin(dirs[k], Clock::now()));
+          keys.push_back(dirs[k]);
+        }
+        Result<json> reply = hub_->Call("renew", {{"dirs", std::move(keys)}});
+        if (!reply.ok()) break;  // unreachable (or an older hub): the leases just run out
+        const json* leases = nullptr;
+        if (auto it = reply->find("lease_ms");
+            it != reply->end() && it->is_array() && it->size() == end - start) {
+          leases = &*it;
+        }
+        if (leases == nullptr) break;
+        for (size_t k = start; k < end; ++k) {
+          const json& ms = (*leases)[k - start];
+          if (!ms.is_number_integer()) continue;
+          if (cache_.Renew(tickets[k - start], ms.get<int64_t>(), Clock::now())) ++renewals_;
+        }
       }
     }
   }
@@ -1422,12 +1461,14 @@ class PortalVolumeImpl final : public PortalVolume, private DataStore {
 
   std::atomic<bool> stop_ = false;
   std::thread poller_;
+  std::thread renewer_;
 
   std::atomic<uint64_t> metadata_hits_ = 0;
   std::atomic<uint64_t> metadata_misses_ = 0;
   std::atomic<uint64_t> chunks_fetched_ = 0;
   std::atomic<uint64_t> bytes_fetched_ = 0;
   std::atomic<uint64_t> invalidations_ = 0;
+  std::atomic<uint64_t> renewals_ = 0;
   std::atomic<uint64_t> stale_answers_ = 0;
 
   // Set once by Start, before any reader exists; destroyed first (its threads call in here).

@@ -79,8 +79,9 @@ struct PortalStats {
   uint64_t bytes_fetched = 0;  // wire bytes of chunk batches from the hub
   uint64_t bytes_uploaded = 0;
   uint64_t invalidations = 0;
-  uint64_t stale_answers = 0;  // --stale-ok answers from expired metadata
-  uint64_t evictions = 0;      // chunks evicted to stay within cache_bytes
+  uint64_t lease_renewals = 0;  // directory leases renewed before they lapsed
+  uint64_t stale_answers = 0;   // --stale-ok answers from expired metadata
+  uint64_t evictions = 0;       // chunks evicted to stay within cache_bytes
   uint64_t evicted_bytes = 0;
 };
 

@@ -89,6 +89,8 @@ std::string SpokeMetrics(const fabric::PortalVolume& portal) {
   counter("weft_spoke_wire_bytes_uploaded_total", "Chunk bytes sent to the hub.", s.bytes_uploaded);
   counter("weft_spoke_invalidations_total", "Invalidations received from the hub.",
           s.invalidations);
+  counter("weft_spoke_lease_renewals_total",
+          "Directory leases renewed while in use, before they lapsed.", s.lease_renewals);
   counter("weft_spoke_evictions_total", "Chunks evicted to stay within --cache-size.", s.evictions);
   counter("weft_spoke_stale_answers_total",
           "Answers from expired metadata while the hub was unreachable (--stale-ok).",

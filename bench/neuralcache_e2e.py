@@ -59,7 +59,9 @@ def rest(url, method, endpoint, body=None, token=None):
     return reply
 
 
-def make_dataset(s3, files, seed):
+def make_dataset(s3, files, seed, local=None):
+    """`files` image-like objects in bucket "bench" (log-normal sizes, mean 114.7 KB), also
+    written under `local` when given. Returns the sorted keys and the total bytes."""
     rng = random.Random(seed)
     cv = 136.0 / 114.7
     sigma = math.sqrt(math.log(1 + cv * cv))
@@ -68,7 +70,13 @@ def make_dataset(s3, files, seed):
     for i in range(files):
         size = int(min(4e6, max(2e3, rng.lognormvariate(mu, sigma))))
         key = f"train/class_{i % 10:02d}/img_{i:05d}.jpg"
-        s3.put_object(Bucket="bench", Key=key, Body=rng.randbytes(size))
+        body = rng.randbytes(size)
+        s3.put_object(Bucket="bench", Key=key, Body=body)
+        if local is not None:
+            path = os.path.join(local, key)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "wb") as f:
+                f.write(body)
         keys.append(key)
         total += size
     return sorted(keys), total

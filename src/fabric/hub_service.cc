@@ -58,6 +58,16 @@ std::string LeaseKey(const std::string& dir, const std::optional<std::string>& s
   return "/.weft/snapshots/" + *snapshot + (dir == "/" ? "" : dir);
 }
 
+// The list `name` of a batched call: at most HubService::kMaxLookupBatch entries.
+Result<const json*> BatchArg(const json& args, const char* name) {
+  const json& list = args.at(name);
+  if (!list.is_array() || list.size() > HubService::kMaxLookupBatch) {
+    return InvalidArgument("'" + std::string(name) + "' must be a list of at most " +
+                           std::to_string(HubService::kMaxLookupBatch) + " entries");
+  }
+  return &list;
+}
+
 std::optional<std::string> OptionalString(const json& args, const char* key) {
   if (!args.contains(key) || args.at(key).is_null()) return std::nullopt;
   return args.at(key).get<std::string>();
@@ -317,13 +327,9 @@ Status HubService::Lookup(Call& call) {
   }
   // A batch (a spoke prefetching many files): one answer per path, each with its own lease
   // or error, so one missing file does not fail the others.
-  const json& paths = call.args.at("paths");
-  if (!paths.is_array() || paths.size() > kMaxLookupBatch) {
-    return InvalidArgument("'paths' must be a list of at most " + std::to_string(kMaxLookupBatch) +
-                           " paths");
-  }
+  WEFT_ASSIGN_OR_RETURN(const json* paths, BatchArg(call.args, "paths"));
   json results = json::array();
-  for (const json& p : paths) {
+  for (const json& p : *paths) {
     json one = json::object();
     Status s = LookupOne(call, spoke, json{{"path", p}}, &one, nullptr);
     if (!s.ok()) one["error"] = StatusToJson(s);
@@ -339,13 +345,9 @@ Status HubService::Lookup(Call& call) {
 // extended, and each answer is just its new length (0: not held, or being revoked).
 Status HubService::Renew(Call& call) {
   const std::string spoke = call.args.at("spoke").get<std::string>();
-  const json& dirs = call.args.at("dirs");
-  if (!dirs.is_array() || dirs.size() > kMaxLookupBatch) {
-    return InvalidArgument("'dirs' must be a list of at most " + std::to_string(kMaxLookupBatch) +
-                           " directories");
-  }
+  WEFT_ASSIGN_OR_RETURN(const json* dirs, BatchArg(call.args, "dirs"));
   json results = json::array();
-  for (const json& d : dirs) {
+  for (const json& d : *dirs) {
     const std::string key = d.get<std::string>();
     const uint64_t epoch = upstream_ != nullptr ? upstream_->Epoch(key) : 0;
     auto lease = leases_->Renew(spoke, key);

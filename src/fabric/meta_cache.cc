@@ -16,7 +16,14 @@ const MetaCache::Dir* MetaCache::DirLocked(const std::string& key,
                                            std::optional<SteadyTime> now) const {
   auto it = dirs_.find(key);
   if (it == dirs_.end() || (now && it->second.expiry <= *now)) return nullptr;
-  if (now) it->second.last_used = std::max(it->second.last_used, *now);
+  if (now) {
+    const Dir& d = it->second;
+    d.last_used = std::max(d.last_used, *now);
+    if (!d.in_use) {
+      d.in_use = true;
+      in_use_.insert(key);
+    }
+  }
   return &it->second;
 }
 
@@ -91,10 +98,17 @@ MetaCache::Dir* MetaCache::InstallLocked(const Ticket& ticket, int64_t lease_ms,
 std::vector<std::string> MetaCache::Renewable(SteadyTime now) {
   std::lock_guard lock(mu_);
   std::vector<std::string> out;
-  for (const auto& [key, d] : dirs_) {
-    if (d.expiry <= now || d.expiry - now >= d.lease / 2) continue;
-    if (d.last_used + d.lease < now) continue;
-    out.push_back(key);
+  // Only directories found under lately are looked at, not every directory cached.
+  for (auto key = in_use_.begin(); key != in_use_.end();) {
+    auto it = dirs_.find(*key);
+    if (it == dirs_.end() || it->second.expiry <= now ||
+        it->second.last_used + it->second.lease < now) {
+      if (it != dirs_.end()) it->second.in_use = false;
+      key = in_use_.erase(key);
+      continue;
+    }
+    if (it->second.expiry - now < it->second.lease / 2) out.push_back(*key);
+    ++key;
   }
   return out;
 }

@@ -16,6 +16,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "fabric/lease_table.h"
@@ -89,6 +90,7 @@ class MetaCache {
     SteadyTime expiry{};
     std::chrono::milliseconds lease{0};           // the length of the last grant
     mutable SteadyTime last_used{};               // when something was last found under it
+    mutable bool in_use = false;                  // listed in in_use_
     std::map<std::string, CachedLookup> lookups;  // by path
     std::map<std::string, ReadDirPage> pages;
     std::map<std::string, FileInfo> listed;  // by path: infos from listings
@@ -105,6 +107,9 @@ class MetaCache {
 
   std::mutex mu_;
   std::unordered_map<std::string, Dir> dirs_;
+  // Keys of directories something was found under within their last lease length (a
+  // superset: Renewable prunes it), so renewal never walks every cached directory.
+  mutable std::unordered_set<std::string> in_use_;
   // Bumped by each invalidation of a key, and (subtree_gen_) by each subtree invalidation.
   std::unordered_map<std::string, uint64_t> key_gen_;
   uint64_t subtree_gen_ = 0;

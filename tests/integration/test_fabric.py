@@ -138,6 +138,7 @@ class ByteIdentityTest(FabricTestCase):
         self.assertGreater(int(metrics["weft_spoke_wire_bytes_fetched_total"]), len(other))
         self.assertGreater(int(metrics["weft_spoke_metadata_misses_total"]), 0)
         self.assertGreater(int(metrics["weft_spoke_wire_bytes_uploaded_total"]), len(body))
+        self.assertGreaterEqual(int(metrics["weft_spoke_lease_renewals_total"]), 0)
 
 
 class LinearizabilityTest(FabricTestCase):

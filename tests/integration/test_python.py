@@ -374,6 +374,20 @@ class HintTest(ClassHub):
         cls.spoke_client = weft.Client(cls.spoke.url, SPOKE_ACCESS, SPOKE_SECRET)
         cls.addClassCleanup(cls.spoke_client.close)
 
+    def record_rest_bodies(self):
+        """Returns the list the spoke client's REST calls append their bodies to from now on
+        (until the test ends)."""
+        sent = []
+        rest = self.spoke_client.rest
+
+        def recording(method, endpoint, body=None, **kw):
+            sent.append(body)
+            return rest(method, endpoint, body, **kw)
+
+        self.spoke_client.rest = recording
+        self.addCleanup(delattr, self.spoke_client, "rest")
+        return sent
+
     def hints_expert(self):
         stats = self.spoke_client.cache_stats()
         return stats, next(e for e in stats["prefetch"]["experts"] if e["name"] == "hints")
@@ -416,15 +430,7 @@ class HintTest(ClassHub):
         import torch
 
         ds = weft.WeftDataset("weft://data/train", client=self.spoke_client)
-        sent = []
-        rest = self.spoke_client.rest
-
-        def recording(method, endpoint, body=None, **kw):
-            sent.append(body)
-            return rest(method, endpoint, body, **kw)
-
-        self.spoke_client.rest = recording
-        self.addCleanup(delattr, self.spoke_client, "rest")
+        sent = self.record_rest_bodies()
         shares = []
         for rank in range(2):
             dist = torch.utils.data.DistributedSampler(ds, num_replicas=2, rank=rank, seed=4)
@@ -457,15 +463,7 @@ class HintTest(ClassHub):
         dist = torch.utils.data.DistributedSampler(ds, num_replicas=1, rank=0, seed=9)
         sampler = weft.HintingSampler(dist, ds, spoke=self.spoke.url, job="job-a",
                                       client=self.spoke_client)
-        sent = []
-        rest = self.spoke_client.rest
-
-        def recording(method, endpoint, body=None, **kw):
-            sent.append(body)
-            return rest(method, endpoint, body, **kw)
-
-        self.spoke_client.rest = recording
-        self.addCleanup(delattr, self.spoke_client, "rest")
+        sent = self.record_rest_bodies()
         sampler.set_epoch(3)
         self.assertEqual(dist.epoch, 3)
         order = list(sampler)

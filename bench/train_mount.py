@@ -16,7 +16,7 @@ suffices, none worse than the one before; mean read latency in steady epochs <= 
 <= 5 ms; WAN bytes within 1.1x of what Belady's eviction would fetch.
 
   /usr/bin/python3 bench/train_mount.py [--ranks 1 4] [--files 1800] [--epochs 6]
-      [--cache-fraction 0.6] [--delay-ms 20] [--rate-mbit 500] [--no-hints]
+      [--cache-fraction 0.6] [--delay-ms 20] [--rate-mbit 500] [--no-hints] [--pause-s S]
 """
 
 import argparse
@@ -24,7 +24,6 @@ import json
 import math
 import multiprocessing as mp
 import os
-import random
 import shutil
 import statistics
 import subprocess
@@ -34,30 +33,9 @@ import time
 
 import benchlib
 from fabric_wan import ACCESS, SECRET, Proc, client, downstream_bytes
+from neuralcache_e2e import COMPUTE_PER_SAMPLE_S, make_dataset
 
 sys.path.insert(0, os.path.join(benchlib.ROOT, "python"))
-
-COMPUTE_PER_SAMPLE_S = 0.103 / 64  # DLIO ResNet-50 on an H100
-
-
-def make_dataset(s3, files, seed, local):
-    rng = random.Random(seed)
-    cv = 136.0 / 114.7
-    sigma = math.sqrt(math.log(1 + cv * cv))
-    mu = math.log(114.7e3) - sigma * sigma / 2
-    total = 0
-    for i in range(files):
-        size = int(min(4e6, max(2e3, rng.lognormvariate(mu, sigma))))
-        key = f"train/class_{i % 10:02d}/img_{i:05d}.jpg"
-        body = rng.randbytes(size)
-        s3.put_object(Bucket="bench", Key=key, Body=body)
-        path = os.path.join(local, key)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "wb") as f:
-            f.write(body)
-        total += size
-    return total
-
 
 class Timed:
     """The dataset, each read timed in the worker that makes it."""
@@ -93,6 +71,8 @@ def rank_main(rank, world, root, args, barrier, out):
     rows = []
     for epoch in range(args.epochs):
         sampler.set_epoch(epoch)
+        if epoch > 0 and args.pause_s > 0:
+            time.sleep(args.pause_s)  # evaluation or a checkpoint between epochs
         barrier.wait()
         compute, latencies, n = 0.0, [], 0
         start = time.monotonic()
@@ -155,6 +135,8 @@ def main():
     p.add_argument("--rate-mbit", type=float, default=500)
     p.add_argument("--no-hints", dest="hints", action="store_false")
     p.add_argument("--skip-local", action="store_true")
+    p.add_argument("--pause-s", type=float, default=0,
+                   help="idle seconds between epochs (evaluation, checkpoints)")
     p.add_argument("--seed", type=int, default=7)
     args = p.parse_args()
     tmp = tempfile.mkdtemp(prefix="weft-train-bench-")
@@ -168,7 +150,7 @@ def main():
         s3 = client(hub.value)
         s3.create_bucket(Bucket="bench")
         local = os.path.join(tmp, "local")
-        total = make_dataset(s3, args.files, args.seed, local)
+        _, total = make_dataset(s3, args.files, args.seed, local)
         wan = Proc([args.weft, "dev", "wan", "--listen", "127.0.0.1:0", "--target",
                     hub.value.split("//")[1], "--delay-ms", str(args.delay_ms), "--rate-mbit",
                     str(args.rate_mbit)], r"WAN link (\S+) ->", env)

@@ -41,8 +41,12 @@ class ReadRate {
   void Tick(int64_t t_ns) {
     if (last_ns_ >= 0 && t_ns >= last_ns_) {
       const double gap = static_cast<double>(t_ns - last_ns_) / 1e9;
-      interval_s_ = samples_ == 0 ? gap : 0.9 * interval_s_ + 0.1 * gap;
-      ++samples_;
+      // A gap far beyond the pace is a pause (evaluation, a checkpoint), not the pace: folded
+      // in, it would put the next epoch's first reads seconds away.
+      if (samples_ < kPaceSamples || gap <= kPauseFactor * interval_s_) {
+        interval_s_ = samples_ == 0 ? gap : 0.9 * interval_s_ + 0.1 * gap;
+        ++samples_;
+      }
     }
     last_ns_ = std::max(last_ns_, t_ns);
   }
@@ -57,6 +61,9 @@ class ReadRate {
   bool started() const { return last_ns_ >= 0; }
 
  private:
+  static constexpr uint64_t kPaceSamples = 16;  // gaps before pauses are told apart
+  static constexpr double kPauseFactor = 50;
+
   int64_t last_ns_ = -1;
   double interval_s_ = kDefaultIntervalS;
   uint64_t samples_ = 0;

@@ -5,7 +5,9 @@
 // Scoring. Every prediction an expert makes, issued or not, is remembered (per expert, up to
 // kMaxPending keys) until the item is read (a hit) or its deadline passes (a miss). The
 // deadline is now + 2·ETA + kMinHorizonS + rtt + lead: an ETA is an expectation, and experts
-// whose reads are uniform over a span (epoch, history) give half the span. Hits and misses
+// whose reads are uniform over a span (epoch, history) give half the span. A deadline passing
+// while the prediction's job has read nothing for kMinHorizonS (a pause between epochs, up to
+// kPausedAtMostS) moves on by the same horizon instead of counting a miss. Hits and misses
 // feed a per-expert window of the last kPrecisionWindow verdicts; precision = hits / verdicts.
 //
 // Weighting. Hedge over the experts: after every kUpdateEvery new verdicts,
@@ -54,6 +56,8 @@ constexpr double kDueProbability = 0.5;
 constexpr double kRetireHysteresis = 0.05;
 constexpr double kMinHorizonS = 2.0;
 constexpr double kMaxHorizonS = 3600.0;
+// A job idle this long is gone, not pausing: its predictions expire again.
+constexpr double kPausedAtMostS = 60.0;
 
 int64_t Ns(double s) {
   return static_cast<int64_t>(s * 1e9);
@@ -66,6 +70,8 @@ struct Ensemble::State {
     int64_t deadline_ns = 0;
     uint64_t seq = 0;
     bool issued = false;
+    uint32_t job = 0;
+    int64_t horizon_ns = 0;
   };
   using Expiry = std::tuple<int64_t, uint64_t, Key>;  // deadline, seq, key
   struct ExpertState {
@@ -126,6 +132,8 @@ struct Ensemble::State {
   size_t eta_verdicts = 0;
   size_t eta_hits = 0;
 
+  std::unordered_map<uint32_t, int64_t> last_read_ns;  // per job
+
   uint64_t budget() const {
     return static_cast<uint64_t>(options.link_bytes_per_s * (options.rtt_s + options.lead_s));
   }
@@ -142,6 +150,14 @@ struct Ensemble::State {
     ++verdicts_since_update;
   }
 
+  // Whether `job` has read nothing for a while, but not so long that it is gone.
+  bool Paused(uint32_t job) const {
+    auto it = last_read_ns.find(job);
+    if (it == last_read_ns.end()) return false;
+    const int64_t idle = now_ns - it->second;
+    return idle >= Ns(kMinHorizonS) && idle < Ns(kPausedAtMostS);
+  }
+
   void Expire() {
     for (ExpertState& e : experts) {
       while (!e.expiry.empty() && std::get<0>(e.expiry.top()) < now_ns) {
@@ -149,6 +165,13 @@ struct Ensemble::State {
         e.expiry.pop();
         auto it = e.pending.find(key);
         if (it == e.pending.end() || it->second.seq != s) continue;  // already resolved
+        // A prediction's clock runs only while its job reads: a job pausing between epochs
+        // (evaluation, a checkpoint) has not missed what it said it reads next.
+        if (Paused(it->second.job)) {
+          it->second.deadline_ns = now_ns + it->second.horizon_ns;
+          e.expiry.emplace(it->second.deadline_ns, s, key);
+          continue;
+        }
         Verdict(e, it->second, false);
         e.pending.erase(it);
       }
@@ -165,7 +188,7 @@ struct Ensemble::State {
     if (e.pending.count(c.item.key) != 0 || e.pending.size() >= kMaxPending) return;
     const double horizon = std::min(kMaxHorizonS, 2 * std::max(0.0, c.eta_s) + kMinHorizonS) +
                            options.rtt_s + options.lead_s;
-    const Pending p{now_ns + Ns(horizon), ++seq, false};
+    const Pending p{now_ns + Ns(horizon), ++seq, false, c.job, Ns(horizon)};
     e.pending.emplace(c.item.key, p);
     e.expiry.emplace(p.deadline_ns, p.seq, c.item.key);
   }
@@ -275,6 +298,7 @@ void Ensemble::Observe(const Request& read, bool hit) {
   State& s = *state_;
   if (read.prefetch) return;  // an arrival, not a read
   s.now_ns = std::max(s.now_ns, read.time_ns);
+  s.last_read_ns[read.job] = s.now_ns;
   s.Expire();
   const Key key = read.item.key;
   for (auto& e : s.experts) {

@@ -114,6 +114,28 @@ TEST(HintExpert, ProposesDeclaredOrderAndAdvances) {
   EXPECT_EQ(Keys(ProposeAll(*e, 20 * kMs)), KeysOf(Files(200, 3)));
 }
 
+// A job's ranks declare their own shares; reads (which name only the job) advance the rank
+// that declared them, and proposals take each rank's next items in turn, the k-th of each at
+// the job's (k × ranks)-th next read. A rank's new hint replaces only its own share.
+TEST(HintExpert, RanksDeclareTheirOwnSharesAndAreProposedInTurn) {
+  auto e = MakeHintExpert();
+  const std::vector<Item> r0 = Files(0, 4), r1 = Files(10, 4);
+  e->OnHint(Hint{.job = 1, .rank = 0, .world = 2, .next = r0, .replace = true});
+  e->OnHint(Hint{.job = 1, .rank = 1, .world = 2, .next = r1, .replace = true});
+  EXPECT_EQ(Keys(ProposeAll(*e, 0, 4)), KeysOf({r0[0], r1[0], r0[1], r1[1]}));
+  for (int i = 0; i < 2; ++i) {
+    e->Observe(Read(r0[i], 1, (2 * i + 1) * 10 * kMs), false);
+    e->Observe(Read(r1[i], 1, (2 * i + 2) * 10 * kMs), false);
+  }
+  auto c = ProposeAll(*e, 40 * kMs);
+  EXPECT_EQ(Keys(c), KeysOf({r0[2], r1[2], r0[3], r1[3]}));
+  EXPECT_NEAR(c[0].eta_s, 0.020, 1e-6);  // two ranks at 10 ms per job read
+  EXPECT_NEAR(c[2].eta_s, 0.040, 1e-6);
+  // Rank 1 moves on; rank 0's share stays declared.
+  e->OnHint(Hint{.job = 1, .rank = 1, .world = 2, .next = Files(20, 1), .replace = true});
+  EXPECT_EQ(Keys(ProposeAll(*e, 40 * kMs)), KeysOf({r0[2], Files(20, 1)[0], r0[3]}));
+}
+
 TEST(HintExpert, AnItemDeclaredTwiceMatchesItsFirstUnreadDeclaration) {
   // Two epochs declared at once: the same items, the second epoch in another order.
   auto e = MakeHintExpert();
@@ -147,6 +169,47 @@ TEST(HintExpert, ToleratesSmallReorderings) {
   // Every read so far matched the declared stream.
   auto c = ProposeAll(*e, 7 * kMs, 1);
   EXPECT_DOUBLE_EQ(c[0].probability, 1.0);
+}
+
+// A job pausing between epochs (evaluation, a checkpoint) has not missed what it declared:
+// its predictions are not scored while it reads nothing, so the hints expert keeps its
+// precision (and its weight) through the pause.
+TEST(HintExpert, APauseBetweenEpochsIsNotAMiss) {
+  FakeCatalog catalog;
+  const std::vector<Item> items = Files(0, 400);
+  for (const Item& i : items) catalog.Add(i);
+  auto experts = MakeExperts(&catalog, {"hints"});
+  Ensemble ens(EnsembleOptions{}, &catalog, std::move(experts));
+  ens.AddHint(Hint{.job = 1, .next = items, .replace = true});
+  auto held = [](Key) { return true; };  // every item local: nothing to fetch, all scored
+  int64_t t = 0;
+  for (size_t i = 0; i < 200; ++i) {
+    t += 10 * kMs;
+    ens.Observe(Read(items[i], 1, t), true);
+    ens.Plan(t, held);
+  }
+  t += 20'000 * kMs;  // 20 s of evaluation
+  ens.Plan(t, held);
+  EXPECT_GT(ens.Stats().experts[0].precision, 0.99);
+  for (size_t i = 200; i < 400; ++i) {
+    t += 10 * kMs;
+    ens.Observe(Read(items[i], 1, t), true);
+    ens.Plan(t, held);
+  }
+  EXPECT_GT(ens.Stats().experts[0].precision, 0.99);
+}
+
+// Nor is the pause the job's pace: the next epoch's head stays due at once, not seconds away.
+TEST(HintExpert, APauseIsNotThePace) {
+  auto e = MakeHintExpert();
+  const std::vector<Item> items = Files(0, 100);
+  e->OnHint(Hint{.job = 1, .next = items, .replace = true});
+  int64_t t = 0;
+  for (size_t i = 0; i < 50; ++i) e->Observe(Read(items[i], 1, t += 10 * kMs), false);
+  e->Observe(Read(items[50], 1, t += 20'000 * kMs), false);  // after 20 s of evaluation
+  auto c = ProposeAll(*e, t, 2);
+  ASSERT_EQ(c.size(), 2u);
+  EXPECT_NEAR(c[1].eta_s, 0.020, 1e-3);  // still 10 ms a read
 }
 
 TEST(HintExpert, OverridesOtherExpertsOnceItMatches) {

@@ -265,10 +265,20 @@ class NeuralCacheImpl final : public NeuralCache {
       result.accepted = declared.next.size();
       // Eviction uses the declared order even when prefetching is off.
       cache_.policy().OnHint(declared);
-      if (ensemble_) ensemble_->AddHint(declared);
+      if (ensemble_) {
+        ensemble_->AddHint(declared);
+        // The declared files the spoke already holds are read without a fetch, but each
+        // would still need a lookup if its directory's lease lapsed (an evaluation or a
+        // checkpoint between epochs): the fetchers bring their metadata back in batches.
+        for (const std::string& p : order) {
+          if (revalidate_.size() >= kMaxRevalidate) break;
+          revalidate_.push_back(p);
+        }
+      }
       wake_ = true;
     }
     plan_cv_.notify_one();
+    work_cv_.notify_one();
     return result;
   }
 
@@ -494,8 +504,17 @@ class NeuralCacheImpl final : public NeuralCache {
   void FetchLoop() {
     std::unique_lock lock(mu_);
     while (true) {
-      work_cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+      work_cv_.wait(lock, [&] { return stop_ || !queue_.empty() || !revalidate_.empty(); });
       if (stop_) return;
+      if (!revalidate_.empty()) {
+        const size_t n = std::min(revalidate_.size(), kRevalidateBatch);
+        std::vector<std::string> paths(revalidate_.begin(), revalidate_.begin() + n);
+        revalidate_.erase(revalidate_.begin(), revalidate_.begin() + n);
+        lock.unlock();
+        store_->Revalidate(paths);
+        lock.lock();
+        continue;
+      }
       std::vector<cache::Candidate> batch;
       std::vector<DataStore::ItemRef> refs;
       uint64_t bytes = 0;
@@ -609,6 +628,9 @@ class NeuralCacheImpl final : public NeuralCache {
   static constexpr size_t kRecentlyRead = 64;
   // One fetcher's batch.
   static constexpr size_t kBatchItems = 64;
+  // Paths revalidated per request (the hub's batch limit), and at most this many waiting.
+  static constexpr size_t kRevalidateBatch = 1000;
+  static constexpr size_t kMaxRevalidate = size_t{1} << 20;
   static constexpr uint64_t kMinPlanBytes = 2 << 20;
   static constexpr uint64_t kBatchBytes = 4 << 20;
   static constexpr uint64_t kMinBatchBytes = 256 << 10;
@@ -617,9 +639,10 @@ class NeuralCacheImpl final : public NeuralCache {
     cache::Candidate candidate;
     int64_t due_ns = 0;  // when the candidate's read is expected
   };
-  std::deque<Queued> queue_;                                        // GUARDED_BY(mu_)
-  bool wake_ = false;                                               // GUARDED_BY(mu_)
-  bool stop_ = false;                                               // GUARDED_BY(mu_)
+  std::deque<Queued> queue_;            // GUARDED_BY(mu_)
+  std::deque<std::string> revalidate_;  // declared paths whose metadata to bring back (mu_)
+  bool wake_ = false;                   // GUARDED_BY(mu_)
+  bool stop_ = false;                   // GUARDED_BY(mu_)
   uint64_t reads_ = 0, hits_ = 0, bytes_read_ = 0, bytes_hit_ = 0;  // GUARDED_BY(mu_)
   uint64_t bypassed_ = 0, evictions_ = 0, late_waits_ = 0;          // GUARDED_BY(mu_)
   uint64_t prefetch_failures_ = 0;                                  // GUARDED_BY(mu_)

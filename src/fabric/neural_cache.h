@@ -53,6 +53,9 @@ class DataStore {
   // can; returns, per item, the ids held or why not (the file changed since, say).
   virtual std::vector<Result<std::vector<ChunkId>>> FetchAndHold(
       const std::vector<ItemRef>& items) = 0;
+  // Makes the metadata of `paths` (local) current where its lease lapsed, in as few round
+  // trips as it can: declared reads of files already held then cost no lookup each.
+  virtual void Revalidate(const std::vector<std::string>& paths) = 0;
   virtual void Hold(const std::vector<ChunkId>& ids) = 0;
   virtual void Release(const std::vector<ChunkId>& ids) = 0;
   // The files and subdirectories directly in `dir` (infos filled).

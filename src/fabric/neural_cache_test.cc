@@ -40,6 +40,10 @@ class RecordingStore : public DataStore {
     std::this_thread::sleep_for(milliseconds(20));
     return std::vector<Result<std::vector<ChunkId>>>(items.size(), std::vector<ChunkId>{});
   }
+  void Revalidate(const std::vector<std::string>& paths) override {
+    std::lock_guard lock(mu_);
+    revalidated_.push_back(paths);
+  }
   void Hold(const std::vector<ChunkId>&) override {}
   void Release(const std::vector<ChunkId>&) override {}
   Result<std::vector<FileInfo>> List(const std::string& dir) override {
@@ -59,13 +63,50 @@ class RecordingStore : public DataStore {
     std::lock_guard lock(mu_);
     return batches_;
   }
+  // The paths of each Revalidate call.
+  std::vector<std::vector<std::string>> Revalidated() const {
+    std::lock_guard lock(mu_);
+    return revalidated_;
+  }
 
  private:
   const std::string dir_;
   std::map<std::string, FileInfo> files_;
   mutable std::mutex mu_;
   std::vector<uint64_t> batches_;
+  std::vector<std::vector<std::string>> revalidated_;
 };
+
+// A declared order's metadata is brought back in batches of up to 1000 paths (one round trip
+// each), in order, so files the spoke holds cost no lookup each once their leases lapsed.
+TEST(NeuralCachePrefetchTest, ADeclaredOrderIsRevalidatedInBatches) {
+  RecordingStore store("/d", 2500, 1000);
+  NeuralCacheOptions options;
+  options.capacity_bytes = 1ull << 30;
+  options.experts = {"hints"};
+  options.prefetch_threads = 2;
+  auto cache = NeuralCache::Create(options, &store);
+  ASSERT_TRUE(cache.ok()) << cache.status().ToString();
+  HintRequest hint;
+  hint.job = "job";
+  hint.dataset = "/d";
+  hint.paths = store.Paths();
+  ASSERT_TRUE((*cache)->Hint(hint).ok());
+  std::vector<std::vector<std::string>> calls;
+  for (int i = 0; i < 300; ++i) {
+    calls = store.Revalidated();
+    if (calls.size() >= 3) break;
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  ASSERT_EQ(calls.size(), 3u);
+  std::vector<std::string> all;
+  for (const auto& c : calls) {
+    EXPECT_LE(c.size(), 1000u);
+    all.insert(all.end(), c.begin(), c.end());
+  }
+  std::sort(all.begin(), all.end());
+  EXPECT_EQ(all, store.Paths());
+}
 
 TEST(NeuralCachePrefetchTest, TheHeadOfADeclaredOrderGoesInSmallBatchesTheRestInLargeOnes) {
   constexpr uint64_t kFileBytes = 100'000;
@@ -109,6 +150,7 @@ class SlowListingStore : public DataStore {
       const std::vector<ItemRef>& items) override {
     return std::vector<Result<std::vector<ChunkId>>>(items.size(), std::vector<ChunkId>{});
   }
+  void Revalidate(const std::vector<std::string>&) override {}
   void Hold(const std::vector<ChunkId>&) override {}
   void Release(const std::vector<ChunkId>&) override {}
   Result<std::vector<FileInfo>> List(const std::string& dir) override {

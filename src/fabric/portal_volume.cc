@@ -270,91 +270,19 @@ class PortalVolumeImpl final : public PortalVolume, private DataStore {
   std::vector<Result<std::vector<ChunkId>>> FetchAndHold(
       const std::vector<ItemRef>& items) override {
     std::vector<Result<std::vector<ChunkId>>> out(items.size(), Internal("not fetched"));
-    // Metadata: leased answers where cached, one batched lookup for the rest (snapshot paths
-    // resolve through their pinned views).
-    std::vector<Resolved> resolved(items.size());
-    std::vector<bool> have(items.size(), false);
-    std::vector<size_t> ask;
-    for (size_t i = 0; i < items.size(); ++i) {
-      Result<Mapped> m = Map(items[i].path);
-      if (!m.ok() || m->virtual_dir) {
-        out[i] = m.ok() ? IsADirectory(m->local + ": is a directory") : m.status();
-        continue;
-      }
-      if (IsAtOrUnder(m->local, "/.weft")) {
-        Result<Resolved> r = Resolve(*m, std::nullopt);
-        if (!r.ok()) {
-          out[i] = r.status();
-          continue;
-        }
-        resolved[i] = std::move(*r);
-        have[i] = true;
-        continue;
-      }
-      resolved[i].fetch_path = m->hub;
-      const std::string key = LeaseKey(ParentDir(m->hub), std::nullopt);
-      if (auto hit = cache_.FindLookup(key, m->hub, Clock::now())) {
-        ++metadata_hits_;
-        resolved[i].lookup = *hit;
-        have[i] = true;
-      } else {
-        ask.push_back(i);
-      }
-    }
-    for (size_t start = 0; start < ask.size(); start += HubService::kMaxLookupBatch) {
-      const size_t end = std::min(ask.size(), start + HubService::kMaxLookupBatch);
-      std::vector<MetaCache::Ticket> tickets;
-      json paths = json::array();
-      for (size_t k = start; k < end; ++k) {
-        const std::string& hub_path = resolved[ask[k]].fetch_path;
-        tickets.push_back(cache_.Begin(LeaseKey(ParentDir(hub_path), std::nullopt), Clock::now()));
-        paths.push_back(hub_path);
-      }
-      metadata_misses_ += end - start;
-      Result<json> reply = hub_->Call("lookup", {{"paths", std::move(paths)}});
-      if (reply.ok() && (!reply->contains("results") || !(*reply)["results"].is_array() ||
-                         (*reply)["results"].size() != end - start)) {
-        reply = InvalidArgument("malformed batch lookup from the hub");
-      }
-      for (size_t k = start; k < end; ++k) {
-        const size_t i = ask[k];
-        if (!reply.ok()) {
-          out[i] = reply.status();
-          continue;
-        }
-        const json& one = (*reply)["results"][k - start];
-        CachedLookup result;
-        if (one.contains("error")) {
-          result.status = StatusFromJson(one.at("error"));
-          if (!IsPathError(result.status)) {
-            out[i] = result.status;
-            continue;
-          }
-        } else {
-          Result<FileInfo> info = InfoFromJson(one.at("info"));
-          Result<std::vector<ChunkRef>> chunks =
-              one.contains("chunks") ? ChunksFromJson(one.at("chunks"))
-                                     : Result<std::vector<ChunkRef>>(std::vector<ChunkRef>());
-          if (!info.ok() || !chunks.ok()) {
-            out[i] = info.ok() ? chunks.status() : info.status();
-            continue;
-          }
-          result.info = std::move(*info);
-          result.chunks = std::move(*chunks);
-        }
-        cache_.InstallLookup(tickets[k - start], one.value("lease_ms", int64_t{0}), Clock::now(),
-                             resolved[i].fetch_path, result);
-        resolved[i].lookup = std::move(result);
-        have[i] = true;
-      }
-    }
+    std::vector<std::string> paths;
+    for (const ItemRef& item : items) paths.push_back(item.path);
+    std::vector<Result<Resolved>> resolved = ResolveAll(paths);
     // Then the chunks of every block asked for, in as few requests as the batch size allows.
     std::vector<FetchItem> fetch;
     std::vector<size_t> fetched_for;
     std::vector<std::vector<ChunkId>> ids(items.size());
     for (size_t i = 0; i < items.size(); ++i) {
-      if (!have[i]) continue;
-      const CachedLookup& l = resolved[i].lookup;
+      if (!resolved[i].ok()) {
+        out[i] = resolved[i].status();
+        continue;
+      }
+      const CachedLookup& l = resolved[i]->lookup;
       if (!l.status.ok()) {
         out[i] = l.status;
         continue;
@@ -363,7 +291,7 @@ class PortalVolumeImpl final : public PortalVolume, private DataStore {
         out[i] = FailedPrecondition(items[i].path + ": changed since it was predicted");
         continue;
       }
-      FetchItem f{resolved[i].fetch_path, items[i].version, &l.chunks,
+      FetchItem f{resolved[i]->fetch_path, items[i].version, &l.chunks,
                   BlockChunkIndices(l.chunks, items[i].block)};
       for (size_t c : f.indices) ids[i].push_back(l.chunks[c].id);
       Hold(ids[i]);
@@ -381,6 +309,7 @@ class PortalVolumeImpl final : public PortalVolume, private DataStore {
     }
     return out;
   }
+  void Revalidate(const std::vector<std::string>& paths) override { (void)ResolveAll(paths); }
   void Hold(const std::vector<ChunkId>& ids) override {
     for (const ChunkId& id : ids) HoldChunk(id);
   }
@@ -1084,6 +1013,92 @@ class PortalVolumeImpl final : public PortalVolume, private DataStore {
     std::shared_ptr<const SnapshotView> view;  // set for reads at a pinned snapshot
     std::string rel;                           // below view->root
   };
+
+  // Metadata of many local paths: leased answers where cached, batched lookups of up to
+  // kMaxLookupBatch for the rest (snapshot paths resolve through their pinned views).
+  std::vector<Result<Resolved>> ResolveAll(const std::vector<std::string>& paths) {
+    std::vector<Result<Resolved>> out(paths.size(), Internal("not resolved"));
+    std::vector<Resolved> resolved(paths.size());
+    std::vector<bool> have(paths.size(), false);
+    std::vector<size_t> ask;
+    for (size_t i = 0; i < paths.size(); ++i) {
+      Result<Mapped> m = Map(paths[i]);
+      if (!m.ok() || m->virtual_dir) {
+        out[i] = m.ok() ? IsADirectory(m->local + ": is a directory") : m.status();
+        continue;
+      }
+      if (IsAtOrUnder(m->local, "/.weft")) {
+        Result<Resolved> r = Resolve(*m, std::nullopt);
+        if (!r.ok()) {
+          out[i] = r.status();
+          continue;
+        }
+        resolved[i] = std::move(*r);
+        have[i] = true;
+        continue;
+      }
+      resolved[i].fetch_path = m->hub;
+      const std::string key = LeaseKey(ParentDir(m->hub), std::nullopt);
+      if (auto hit = cache_.FindLookup(key, m->hub, Clock::now())) {
+        ++metadata_hits_;
+        resolved[i].lookup = *hit;
+        have[i] = true;
+      } else {
+        ask.push_back(i);
+      }
+    }
+    for (size_t start = 0; start < ask.size(); start += HubService::kMaxLookupBatch) {
+      const size_t end = std::min(ask.size(), start + HubService::kMaxLookupBatch);
+      std::vector<MetaCache::Ticket> tickets;
+      json hub_paths = json::array();
+      for (size_t k = start; k < end; ++k) {
+        const std::string& hub_path = resolved[ask[k]].fetch_path;
+        tickets.push_back(cache_.Begin(LeaseKey(ParentDir(hub_path), std::nullopt), Clock::now()));
+        hub_paths.push_back(hub_path);
+      }
+      metadata_misses_ += end - start;
+      Result<json> reply = hub_->Call("lookup", {{"paths", std::move(hub_paths)}});
+      if (reply.ok() && (!reply->contains("results") || !(*reply)["results"].is_array() ||
+                         (*reply)["results"].size() != end - start)) {
+        reply = InvalidArgument("malformed batch lookup from the hub");
+      }
+      for (size_t k = start; k < end; ++k) {
+        const size_t i = ask[k];
+        if (!reply.ok()) {
+          out[i] = reply.status();
+          continue;
+        }
+        const json& one = (*reply)["results"][k - start];
+        CachedLookup result;
+        if (one.contains("error")) {
+          result.status = StatusFromJson(one.at("error"));
+          if (!IsPathError(result.status)) {
+            out[i] = result.status;
+            continue;
+          }
+        } else {
+          Result<FileInfo> info = InfoFromJson(one.at("info"));
+          Result<std::vector<ChunkRef>> chunks =
+              one.contains("chunks") ? ChunksFromJson(one.at("chunks"))
+                                     : Result<std::vector<ChunkRef>>(std::vector<ChunkRef>());
+          if (!info.ok() || !chunks.ok()) {
+            out[i] = info.ok() ? chunks.status() : info.status();
+            continue;
+          }
+          result.info = std::move(*info);
+          result.chunks = std::move(*chunks);
+        }
+        cache_.InstallLookup(tickets[k - start], one.value("lease_ms", int64_t{0}), Clock::now(),
+                             resolved[i].fetch_path, result);
+        resolved[i].lookup = std::move(result);
+        have[i] = true;
+      }
+    }
+    for (size_t i = 0; i < paths.size(); ++i) {
+      if (have[i]) out[i] = std::move(resolved[i]);
+    }
+    return out;
+  }
 
   Result<Resolved> Resolve(const Mapped& m, const std::optional<std::string>& snapshot,
                            bool for_read = false) {

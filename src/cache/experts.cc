@@ -35,38 +35,50 @@ constexpr int64_t kIdleNs = 60'000'000'000;
 // Before a job's read rate is known, assume a DataLoader-like 100 reads/s.
 constexpr double kDefaultIntervalS = 0.01;
 
-// A job's read rate, as an EWMA of the gaps between its reads.
+// A job's read rate: the mean gap over its last kPaceWindow reads, pauses left out. A loader's
+// reads come in bursts (a batch at once, then a training step), so the pace is what a window
+// spanning several steps says; an average of recent gaps would forget the step within one
+// burst. A gap of over kMinPauseS that is also far beyond the pace is a pause (evaluation, a
+// checkpoint) and counts as one ordinary gap: in full it would put the next epoch's first
+// reads seconds away.
 class ReadRate {
  public:
   void Tick(int64_t t_ns) {
     if (last_ns_ >= 0 && t_ns >= last_ns_) {
-      const double gap = static_cast<double>(t_ns - last_ns_) / 1e9;
-      // A gap far beyond the pace is a pause (evaluation, a checkpoint), not the pace: folded
-      // in, it would put the next epoch's first reads seconds away.
-      if (samples_ < kPaceSamples || gap <= kPauseFactor * interval_s_) {
-        interval_s_ = samples_ == 0 ? gap : 0.9 * interval_s_ + 0.1 * gap;
-        ++samples_;
+      double gap = static_cast<double>(t_ns - last_ns_) / 1e9;
+      const double pace = interval_s();
+      if (times_.size() >= kPaceSamples && gap > std::max(kPauseFactor * pace, kMinPauseS)) {
+        gap = pace;
       }
+      active_ns_ += static_cast<int64_t>(gap * 1e9);
     }
+    times_.push_back(active_ns_);
+    if (times_.size() > kPaceWindow) times_.pop_front();
     last_ns_ = std::max(last_ns_, t_ns);
   }
   // Seconds until the job's k-th next read (k ≥ 1), counting from its last read.
   double Eta(size_t k, int64_t now_ns) const {
     const double since =
         last_ns_ < 0 ? 0 : static_cast<double>(std::max<int64_t>(0, now_ns - last_ns_)) / 1e9;
-    return std::max(0.0, static_cast<double>(k) * interval_s_ - since);
+    return std::max(0.0, static_cast<double>(k) * interval_s() - since);
   }
-  double interval_s() const { return interval_s_; }
+  double interval_s() const {
+    if (times_.size() < 2) return kDefaultIntervalS;
+    return static_cast<double>(times_.back() - times_.front()) / 1e9 /
+           static_cast<double>(times_.size() - 1);
+  }
   bool Idle(int64_t now_ns) const { return last_ns_ >= 0 && now_ns - last_ns_ > kIdleNs; }
   bool started() const { return last_ns_ >= 0; }
 
  private:
-  static constexpr uint64_t kPaceSamples = 16;  // gaps before pauses are told apart
+  static constexpr size_t kPaceWindow = 256;  // reads
+  static constexpr size_t kPaceSamples = 16;  // reads before pauses are told apart
   static constexpr double kPauseFactor = 50;
+  static constexpr double kMinPauseS = 1.0;
 
   int64_t last_ns_ = -1;
-  double interval_s_ = kDefaultIntervalS;
-  uint64_t samples_ = 0;
+  int64_t active_ns_ = 0;      // time of the job's reads, pauses left out
+  std::deque<int64_t> times_;  // active_ns_ at each of the last kPaceWindow reads
 };
 
 // Per-job state, ordered by job id so that proposals repeat run to run, bounded to kMaxJobs.

@@ -212,6 +212,26 @@ TEST(HintExpert, APauseIsNotThePace) {
   EXPECT_NEAR(c[1].eta_s, 0.020, 1e-3);  // still 10 ms a read
 }
 
+// But the gaps between a loader's bursts are the pace: 64 reads 0.05 ms apart every 100 ms
+// is ~1.6 ms a read, not 0.05 ms (which would put every declared read within a second and
+// have the ensemble score most of them as misses).
+TEST(HintExpert, GapsBetweenBurstsAreThePace) {
+  auto e = MakeHintExpert();
+  const std::vector<Item> items = Files(0, 2000);
+  e->OnHint(Hint{.job = 1, .next = items, .replace = true});
+  int64_t t = 0;
+  size_t n = 0;
+  for (int burst = 0; burst < 20; ++burst) {
+    t += 100 * kMs;
+    for (int i = 0; i < 64; ++i) e->Observe(Read(items[n++], 1, t += kMs / 20), false);
+  }
+  auto c = ProposeAll(*e, t, 100);
+  ASSERT_EQ(c.size(), 100u);
+  // 1 to 2 ms a read (a window ending on a burst sees 4 bursts but only 3 steps: ~1.2 ms).
+  EXPECT_GT(c[99].eta_s, 0.100);
+  EXPECT_LT(c[99].eta_s, 0.200);
+}
+
 TEST(HintExpert, OverridesOtherExpertsOnceItMatches) {
   FakeCatalog catalog;
   const std::vector<Item> items = Files(0, 400);

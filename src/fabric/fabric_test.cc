@@ -917,10 +917,22 @@ TEST_F(NeuralCacheTest, PrefetchesNobodyReadsLeaveStaging) {
   hint.dataset = "/data/train";
   hint.paths.assign(paths.begin() + 16, paths.end());
   ASSERT_TRUE((*spoke)->neural_cache()->Hint(hint).ok());
-  // Never read: after the TTL they are dropped as waste, so their room is free again (the
-  // still-declared order may fetch them again, until its job counts as idle).
   nlohmann::json prefetch;
   for (int i = 0; i < 500; ++i) {
+    prefetch = (*spoke)->neural_cache()->StatsJson()["prefetch"];
+    if (prefetch["staged_bytes"].get<uint64_t>() > 0) break;
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  ASSERT_GT(prefetch["staged_bytes"].get<uint64_t>(), 0u) << prefetch.dump();
+  // While nobody reads (a pause between epochs) staged items do not age.
+  std::this_thread::sleep_for(milliseconds(600));
+  prefetch = (*spoke)->neural_cache()->StatsJson()["prefetch"];
+  EXPECT_EQ(prefetch["staging_drops"].get<uint64_t>(), 0u) << prefetch.dump();
+  // Never read while the other job reads on: after the TTL they are dropped as waste, so
+  // their room is free again (the still-declared order may fetch them again, until its job
+  // counts as idle).
+  for (int i = 0; i < 500; ++i) {
+    EXPECT_EQ(*Get(**spoke, paths[i % 16]), contents_[paths[i % 16]]);
     prefetch = (*spoke)->neural_cache()->StatsJson()["prefetch"];
     if (prefetch["staging_drops"].get<uint64_t>() >= hint.paths.size()) break;
     std::this_thread::sleep_for(milliseconds(10));

@@ -155,6 +155,7 @@ class NeuralCacheImpl final : public NeuralCache {
         r.item = catalog_.ItemOf(file, b);
         r.job = job;
         r.time_ns = NowNs();
+        AdvanceReadClock(r.time_ns);
         const Key key = r.item.key;
         // A prefetch of it is on the way: wait for it rather than fetch it twice.
         if (!cache_.Contains(key) && in_flight_.contains(key)) {
@@ -368,6 +369,15 @@ class NeuralCacheImpl final : public NeuralCache {
   }
 
  private:
+  // Staged items age on a clock that runs only while reads come (a gap counts for at most a
+  // second): a job pausing between epochs (evaluation, a checkpoint) finds the head of its
+  // next epoch still staged, where a wall-clock TTL dropped it as a wrong guess.
+  void AdvanceReadClock(int64_t now_ns) {  // REQUIRES(mu_)
+    if (last_read_ns_ >= 0)
+      read_clock_ns_ += std::min<int64_t>(now_ns - last_read_ns_, kMaxReadGapNs);
+    last_read_ns_ = now_ns;
+  }
+
   int64_t NowNs() const {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() -
                                                                 start_)
@@ -458,7 +468,7 @@ class NeuralCacheImpl final : public NeuralCache {
       std::vector<ChunkId> expired;
       while (!staged_order_.empty()) {
         const Key oldest = staged_order_.begin()->second;
-        if (NowNs() - staged_.at(oldest).landed_ns < staged_ttl_ns_) break;
+        if (read_clock_ns_ - staged_.at(oldest).landed_ns < staged_ttl_ns_) break;
         std::optional<std::vector<ChunkId>> dropped = Unstage(oldest);
         expired.insert(expired.end(), dropped->begin(), dropped->end());
         ensemble_->Evicted(oldest);
@@ -587,7 +597,8 @@ class NeuralCacheImpl final : public NeuralCache {
     // Staged, not admitted: the policy's pinned items stay (research/anchors-cache.md §5b:
     // refetching a pinned item only adds WAN bytes). The oldest staged go first.
     staged_order_.emplace(next_stage_, c.item.key);
-    staged_.emplace(c.item.key, Staged{std::move(*ids), c.item.size, next_stage_++, NowNs()});
+    staged_.emplace(c.item.key,
+                    Staged{std::move(*ids), c.item.size, next_stage_++, read_clock_ns_});
     staged_bytes_ += c.item.size;
     while (staged_bytes_ > staging_bytes_ && !staged_order_.empty()) {
       const Key oldest = staged_order_.begin()->second;
@@ -617,7 +628,7 @@ class NeuralCacheImpl final : public NeuralCache {
     std::vector<ChunkId> ids;
     uint64_t bytes = 0;
     uint64_t order = 0;
-    int64_t landed_ns = 0;
+    int64_t landed_ns = 0;  // on the read clock
   };
   std::unordered_map<Key, Staged> staged_;  // GUARDED_BY(mu_)
   std::map<uint64_t, Key> staged_order_;    // GUARDED_BY(mu_): oldest first
@@ -649,6 +660,9 @@ class NeuralCacheImpl final : public NeuralCache {
   const std::chrono::steady_clock::time_point start_;
   const uint64_t staging_bytes_;
   const int64_t staged_ttl_ns_;
+  static constexpr int64_t kMaxReadGapNs = 1'000'000'000;
+  int64_t read_clock_ns_ = 0;  // GUARDED_BY(mu_): see AdvanceReadClock
+  int64_t last_read_ns_ = -1;  // GUARDED_BY(mu_)
   std::thread planner_;
   std::vector<std::thread> workers_;
 };

@@ -30,7 +30,9 @@ struct NeuralCacheOptions {
   // limit). Prefetches are planned only while there is room.
   uint64_t staging_bytes = 0;
   // A staged item not read this long was a wrong guess (or its reader is gone): it is
-  // dropped, so that wrong guesses cannot fill staging and stop prefetching for good.
+  // dropped, so that wrong guesses cannot fill staging and stop prefetching for good. Time
+  // counts only while reads come (a gap between reads counts for at most a second), so a
+  // pause between epochs does not drop what was staged for the next one.
   std::chrono::milliseconds staged_ttl{10'000};
   // Prefetch experts of cache::MakeExperts; empty: all; {"none"}: no prefetching.
   std::vector<std::string> experts;

@@ -43,6 +43,13 @@ std::shared_ptr<const PreparedTrace> Prepare(Trace t) {
   return std::move(p).value();
 }
 
+// A generated trace, prepared; null (with a test failure) if the options are refused.
+std::shared_ptr<const PreparedTrace> Generate(const GenOptions& g) {
+  Result<Trace> t = GenerateTrace(g);
+  EXPECT_TRUE(t.ok()) << t.status().ToString();
+  return t.ok() ? Prepare(std::move(t).value()) : nullptr;
+}
+
 SimResult Replay(const PreparedTrace& p, SimConfig c, const SimOptions& o) {
   Result<SimResult> r = Simulate(p, c, o);
   EXPECT_TRUE(r.ok()) << r.status().ToString();
@@ -179,9 +186,8 @@ TEST(Simulator, RunsFollowEachOtherAndReplayIsDeterministic) {
   g.epochs = 2;
   g.jobs = 2;
   g.arrival_s = 1;
-  Result<Trace> t = GenerateTrace(g);
-  ASSERT_TRUE(t.ok());
-  auto p = Prepare(std::move(t).value());
+  auto p = Generate(g);
+  ASSERT_NE(p, nullptr);
   SimConfig c;
   c.capacity_bytes = p->run_unique_bytes() / 2;
   const SimResult a = Replay(*p, c, SlowLink());
@@ -209,9 +215,8 @@ TEST(Simulator, MultiRankJobsKeepNearBelady) {
     g.overlap = 0.5;
     g.world = 8;
     g.seed = seed;
-    Result<Trace> t = GenerateTrace(g);
-    ASSERT_TRUE(t.ok());
-    auto p = Prepare(std::move(t).value());
+    auto p = Generate(g);
+    ASSERT_NE(p, nullptr);
     for (double fraction : {0.5, 1.0}) {
       const uint64_t capacity =
           static_cast<uint64_t>(fraction * static_cast<double>(p->run_unique_bytes()));
@@ -238,9 +243,8 @@ TEST(Simulator, RanksTakeEachStepTogether) {
   g.epochs = 2;
   g.subset = 1;
   g.world = 4;
-  Result<Trace> t = GenerateTrace(g);
-  ASSERT_TRUE(t.ok());
-  auto p = Prepare(std::move(t).value());
+  auto p = Generate(g);
+  ASSERT_NE(p, nullptr);
   SimConfig c;
   c.policy = "lru";
   c.capacity_bytes = p->unique_bytes() / 4;
@@ -260,9 +264,8 @@ TEST(Simulator, EnsembleConfigsRunAndReportPrefetches) {
   g.workload = "images";
   g.files = 600;
   g.epochs = 3;
-  Result<Trace> t = GenerateTrace(g);
-  ASSERT_TRUE(t.ok());
-  auto p = Prepare(std::move(t).value());
+  auto p = Generate(g);
+  ASSERT_NE(p, nullptr);
   Result<std::vector<SimConfig>> configs =
       BuildConfigs(*p, "lru,s3fifo", "ablation", "neural", p->run_unique_bytes() / 2);
   ASSERT_TRUE(configs.ok()) << configs.status().ToString();

@@ -102,7 +102,8 @@ std::vector<std::string> MetaCache::Renewable(SteadyTime now) {
   for (auto key = in_use_.begin(); key != in_use_.end();) {
     auto it = dirs_.find(*key);
     if (it == dirs_.end() || it->second.expiry <= now ||
-        it->second.last_used + it->second.lease < now) {
+        it->second.last_used + std::max<std::chrono::nanoseconds>(it->second.lease, kInUseFor) <
+            now) {
       if (it != dirs_.end()) it->second.in_use = false;
       key = in_use_.erase(key);
       continue;

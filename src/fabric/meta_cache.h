@@ -68,8 +68,12 @@ class MetaCache {
                      const ReadDirPage& listing, bool whole);
 
   // Directories worth renewing at `now`: their lease still runs but has under half its length
-  // left, and something was found under them within the last lease length.
+  // left, and something was found under them within the last kInUseFor (or lease, if longer).
   std::vector<std::string> Renewable(SteadyTime now);
+  // How long a directory counts as in use after its last read: long enough to span what
+  // training does between epochs (evaluation, a checkpoint), so the next epoch finds its
+  // metadata still leased instead of paying a lookup per file.
+  static constexpr std::chrono::seconds kInUseFor{60};
   // The hub renewed `ticket.key`'s lease for `lease_ms`: keeps its entries for that long, if
   // the lease had not lapsed and no invalidation of the key arrived since the ticket. False
   // otherwise (nothing changes).

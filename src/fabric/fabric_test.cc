@@ -1,10 +1,13 @@
-// Hub and spokes in one process over real loopback HTTP: a LocalVolume on in-memory stores
-// behind CoherentVolume + HubService, and PortalVolumes talking to it through HubClient.
+// Hub and spokes in one process: a LocalVolume on in-memory stores behind CoherentVolume +
+// HubService, and PortalVolumes talking to it through HubClient - each test twice, over real
+// loopback HTTP and over an in-process link (net::InProcessLink) that hands requests to the
+// service without sockets, so that the link a simulation uses is held to the same behaviour.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <atomic>
 #include <map>
+#include <shared_mutex>
 #include <thread>
 
 #include "base/test_util.h"
@@ -14,6 +17,7 @@
 #include "fabric/portal_volume.h"
 #include "meta/kv_store.h"
 #include "net/http_server.h"
+#include "net/in_process.h"
 #include "net/test_tls.h"
 #include "vfs/local_volume.h"
 
@@ -26,11 +30,20 @@ constexpr const char* kRootSecret = "rootsecretrootsecretrootsecretrootsecret";
 using std::chrono::milliseconds;
 using testutil::RandomBytes;
 
+enum class Transport { kHttp, kInProcess };
+
+std::string TransportName(const ::testing::TestParamInfo<Transport>& info) {
+  return info.param == Transport::kHttp ? "Http" : "InProcess";
+}
+
 class Hub {
  public:
-  explicit Hub(milliseconds lease, net::testtls::CaSignedCert tls = {},
-               HubServiceOptions service_options = {})
-      : lease_(lease), tls_(std::move(tls)), service_options_(std::move(service_options)) {
+  explicit Hub(milliseconds lease, Transport transport = Transport::kHttp,
+               net::testtls::CaSignedCert tls = {}, HubServiceOptions service_options = {})
+      : lease_(lease),
+        transport_(transport),
+        tls_(std::move(tls)),
+        service_options_(std::move(service_options)) {
     engine_ = *NewLocalVolume(NewMemKvStore(), NewMemChunkStore());
     identities_ = *auth::IdentityStore::Open(NewMemKvStore(), std::string(32, 'k'));
     EXPECT_TRUE(identities_->ImportKey("root", kRootKey, kRootSecret).ok());
@@ -39,10 +52,14 @@ class Hub {
   ~Hub() { Stop(); }
   // The hub goes away (its spokes see connection refused).
   void Stop() {
-    if (!server_) return;
+    if (!leases_) return;
+    link_.Cut();
     leases_->Shutdown();
-    server_->Shutdown(milliseconds(1000));
+    if (server_) server_->Shutdown(milliseconds(1000));
     server_.reset();
+    std::unique_lock wait_for_calls(front_.mu);  // in-process calls still in the service
+    front_.service = nullptr;
+    leases_.reset();
   }
   // A restart on the same port: the data stays, the leases and attached spokes are forgotten,
   // and mutations wait one lease (spokes were attached), as RunHub does.
@@ -58,12 +75,34 @@ class Hub {
   LeaseTable& leases() { return *leases_; }
   auth::IdentityStore& identities() { return *identities_; }
   HubService& service() { return *service_; }
+  Transport transport() const { return transport_; }
   std::string url() const {
+    if (transport_ == Transport::kInProcess) return "http://in-process";
     return (tls_.cert_file.empty() ? "http://" : "https://") + std::string("127.0.0.1:") +
            std::to_string(port_);
   }
+  // How a spoke reaches this hub over the in-process link (unset over HTTP).
+  std::function<Result<std::unique_ptr<net::HttpClient>>()> connect() {
+    if (transport_ == Transport::kHttp) return nullptr;
+    return [this]() -> Result<std::unique_ptr<net::HttpClient>> { return link_.Connect(); };
+  }
 
  private:
+  // What the in-process link calls: the service of the moment, which Stop takes away.
+  struct Front final : net::HttpHandler {
+    std::shared_mutex mu;
+    HubService* service = nullptr;  // GUARDED_BY(mu)
+    void Handle(const net::HttpRequest& request, net::BodyReader& body,
+                net::ResponseWriter& response) override {
+      std::shared_lock lock(mu);
+      if (service == nullptr) {
+        (void)response.Send(503, {}, "hub stopped");
+        return;
+      }
+      service->Handle(request, body, response);
+    }
+  };
+
   void Serve(LeaseTableOptions options, uint16_t port) {
     service_.reset();
     volume_.reset();
@@ -71,6 +110,14 @@ class Hub {
     volume_ = NewCoherentVolume(engine_.get(), leases_.get());
     service_ = std::make_unique<HubService>(volume_.get(), leases_.get(), identities_.get(),
                                             service_options_);
+    if (transport_ == Transport::kInProcess) {
+      {
+        std::unique_lock lock(front_.mu);
+        front_.service = service_.get();
+      }
+      link_.Join();
+      return;
+    }
     net::HttpServerOptions http;
     http.port = port;
     http.tls_cert_file = tls_.cert_file;
@@ -80,6 +127,7 @@ class Hub {
   }
 
   milliseconds lease_;
+  Transport transport_;
   net::testtls::CaSignedCert tls_;
   HubServiceOptions service_options_;
   uint16_t port_ = 0;
@@ -89,15 +137,20 @@ class Hub {
   std::unique_ptr<Volume> volume_;
   std::unique_ptr<HubService> service_;
   std::unique_ptr<net::HttpServer> server_;
+  Front front_;
+  net::InProcessLink link_{&front_, "http://in-process"};
 };
 
-Result<std::unique_ptr<PortalVolume>> OpenSpoke(
-    const std::string& url, std::vector<std::string> portals,
-    std::shared_ptr<ChunkStore> store = nullptr, PortalVolumeOptions options = {},
-    std::string key = kRootKey, std::string secret = kRootSecret, std::string ca_file = "") {
+Result<std::unique_ptr<PortalVolume>> OpenSpoke(Hub& hub_to, std::vector<std::string> portals,
+                                                std::shared_ptr<ChunkStore> store = nullptr,
+                                                PortalVolumeOptions options = {},
+                                                std::string key = kRootKey,
+                                                std::string secret = kRootSecret,
+                                                std::string ca_file = "") {
   HubClientOptions hub;
   hub.http.ca_file = ca_file;
-  hub.hub_url = url;
+  hub.hub_url = hub_to.url();
+  hub.connect = hub_to.connect();
   hub.access_key_id = key;
   hub.secret_access_key = secret;
   hub.hub_timeout = milliseconds(1500);
@@ -123,17 +176,17 @@ Result<std::string> Get(Volume& v, const std::string& path) {
   return r->ReadAt(0, r->info().size);
 }
 
-class FabricTest : public ::testing::Test {
+class FabricTest : public ::testing::TestWithParam<Transport> {
  protected:
   void SetUp() override { ASSERT_TRUE(hub_.volume().Mkdir(ctx_, "/data").ok()); }
   RequestContext ctx_;
-  Hub hub_{milliseconds(2000)};
+  Hub hub_{milliseconds(2000), GetParam()};
 };
 
-TEST_F(FabricTest, SpokeReadsWhatTheHubHoldsAndCachesIt) {
+TEST_P(FabricTest, SpokeReadsWhatTheHubHoldsAndCachesIt) {
   const std::string data = RandomBytes(700'000, 1);
   ASSERT_TRUE(Put(hub_.volume(), "/data/a.bin", data).ok());
-  auto spoke = OpenSpoke(hub_.url(), {"/data:/train"});
+  auto spoke = OpenSpoke(hub_, {"/data:/train"});
   ASSERT_TRUE(spoke.ok()) << spoke.status().ToString();
   Volume& v = **spoke;
 
@@ -171,10 +224,10 @@ TEST_F(FabricTest, SpokeReadsWhatTheHubHoldsAndCachesIt) {
 
 // ReadChunks (how S3 GETs stream) gives the same bytes at a spoke as at the hub, and fetches
 // the chunks it is asked for, once.
-TEST_F(FabricTest, ReadChunksAtASpokeAndAtTheHubAgree) {
+TEST_P(FabricTest, ReadChunksAtASpokeAndAtTheHubAgree) {
   const std::string data = RandomBytes(2'000'000, 23);
   ASSERT_TRUE(Put(hub_.volume(), "/data/c.bin", data).ok());
-  auto spoke = OpenSpoke(hub_.url(), {"/data"});
+  auto spoke = OpenSpoke(hub_, {"/data"});
   ASSERT_TRUE(spoke.ok()) << spoke.status().ToString();
   for (Volume* v : {&hub_.volume(), static_cast<Volume*>(spoke->get())}) {
     auto reader = v->OpenReader(ctx_, "/data/c.bin");
@@ -201,12 +254,12 @@ TEST_F(FabricTest, ReadChunksAtASpokeAndAtTheHubAgree) {
   EXPECT_EQ((*spoke)->Stats().chunks_fetched, fetched);
 }
 
-TEST_F(FabricTest, ASmallFileArrivesWithItsLookupInOneRoundTrip) {
+TEST_P(FabricTest, ASmallFileArrivesWithItsLookupInOneRoundTrip) {
   const std::string small = RandomBytes(150'000, 21);
   const std::string large = RandomBytes(3'000'000, 22);
   ASSERT_TRUE(Put(hub_.volume(), "/data/small", small).ok());
   ASSERT_TRUE(Put(hub_.volume(), "/data/large", large).ok());
-  auto spoke = OpenSpoke(hub_.url(), {"/data"});
+  auto spoke = OpenSpoke(hub_, {"/data"});
   ASSERT_TRUE(spoke.ok());
   // The small file's bytes come inside the lookup's answer: no fetch call at all.
   EXPECT_EQ(*Get(**spoke, "/data/small"), small);
@@ -220,7 +273,7 @@ TEST_F(FabricTest, ASmallFileArrivesWithItsLookupInOneRoundTrip) {
 // A new version of a dataset (a changed and an added file, each revoking the directory's
 // lease, as lapsed leases also end): re-reading it moves the new bytes and the metadata, and
 // none of the bytes of the files that did not change, which the spoke still holds.
-TEST_F(FabricTest, ReReadsOfUnchangedSmallFilesMoveMetadataOnly) {
+TEST_P(FabricTest, ReReadsOfUnchangedSmallFilesMoveMetadataOnly) {
   std::map<std::string, std::string> files;
   uint64_t total = 0;
   for (int i = 0; i < 40; ++i) {
@@ -228,7 +281,7 @@ TEST_F(FabricTest, ReReadsOfUnchangedSmallFilesMoveMetadataOnly) {
     total += 100'000 + i;
   }
   for (const auto& [path, data] : files) ASSERT_TRUE(Put(hub_.volume(), path, data).ok());
-  auto spoke = OpenSpoke(hub_.url(), {"/data"});
+  auto spoke = OpenSpoke(hub_, {"/data"});
   ASSERT_TRUE(spoke.ok());
   for (const auto& [path, data] : files) EXPECT_EQ(*Get(**spoke, path), data);
   const uint64_t first = (*spoke)->Stats().bytes_fetched;
@@ -249,11 +302,11 @@ TEST_F(FabricTest, ReReadsOfUnchangedSmallFilesMoveMetadataOnly) {
 // A directory read again and again keeps its lease: the spoke renews it in one round trip
 // before it lapses, so re-reads past the lease's length ask the hub nothing per file, and a
 // change at the hub is still seen at once (the renewed lease is revoked like any other).
-TEST_F(FabricTest, LeasesOfDirectoriesInUseAreRenewedNotLetLapse) {
+TEST_P(FabricTest, LeasesOfDirectoriesInUseAreRenewedNotLetLapse) {
   std::map<std::string, std::string> files;
   for (int i = 0; i < 20; ++i) files["/data/f" + std::to_string(i)] = RandomBytes(5'000, 200 + i);
   for (const auto& [path, data] : files) ASSERT_TRUE(Put(hub_.volume(), path, data).ok());
-  auto spoke = OpenSpoke(hub_.url(), {"/data"});
+  auto spoke = OpenSpoke(hub_, {"/data"});
   ASSERT_TRUE(spoke.ok());
   for (const auto& [path, data] : files) ASSERT_EQ(*Get(**spoke, path), data);
   const PortalStats first = (*spoke)->Stats();
@@ -275,13 +328,13 @@ TEST_F(FabricTest, LeasesOfDirectoriesInUseAreRenewedNotLetLapse) {
 // Changed files move about what changed: a small file with a region rewritten and one with
 // bytes appended arrive inside their lookups as deltas against the version the spoke holds;
 // a large file with scattered edits is fetched as deltas chunk by chunk.
-TEST_F(FabricTest, ChangedFilesArriveAsDeltasAgainstWhatTheSpokeHolds) {
+TEST_P(FabricTest, ChangedFilesArriveAsDeltasAgainstWhatTheSpokeHolds) {
   const std::string image = RandomBytes(120'000, 31), log = RandomBytes(90'000, 32);
   const std::string big = RandomBytes(6'000'000, 33);
   ASSERT_TRUE(Put(hub_.volume(), "/data/image", image).ok());
   ASSERT_TRUE(Put(hub_.volume(), "/data/log", log).ok());
   ASSERT_TRUE(Put(hub_.volume(), "/data/big", big).ok());
-  auto spoke = OpenSpoke(hub_.url(), {"/data"});
+  auto spoke = OpenSpoke(hub_, {"/data"});
   ASSERT_TRUE(spoke.ok());
   for (const char* path : {"/data/image", "/data/log", "/data/big"})
     ASSERT_TRUE(Get(**spoke, path).ok());
@@ -308,7 +361,7 @@ TEST_F(FabricTest, ChangedFilesArriveAsDeltasAgainstWhatTheSpokeHolds) {
 // (a FUSE lookup, then the read) costs one round trip per file: the read's lookup, which
 // brings a small file's bytes. A name the whole listing lacks is not there; a change at the
 // hub is seen at once.
-TEST_F(FabricTest, StatsInOneDirectoryShareOneListing) {
+TEST_P(FabricTest, StatsInOneDirectoryShareOneListing) {
   WriteOptions parents;
   parents.create_parents = true;
   std::vector<std::string> bodies;
@@ -316,7 +369,7 @@ TEST_F(FabricTest, StatsInOneDirectoryShareOneListing) {
     bodies.push_back(RandomBytes(1000 + i * 500, 40 + i));
     ASSERT_TRUE(Put(hub_.volume(), "/data/imgs/f" + std::to_string(i), bodies[i], parents).ok());
   }
-  auto spoke = OpenSpoke(hub_.url(), {"/data"});
+  auto spoke = OpenSpoke(hub_, {"/data"});
   ASSERT_TRUE(spoke.ok()) << spoke.status().ToString();
   Volume& v = **spoke;
   const uint64_t misses = (*spoke)->Stats().metadata_misses;
@@ -350,7 +403,7 @@ TEST_F(FabricTest, StatsInOneDirectoryShareOneListing) {
   EXPECT_EQ(v.Stat(ctx_, "/data/more/none").status().code(), StatusCode::kNotFound);
   EXPECT_EQ((*spoke)->Stats().metadata_misses, after_listing);
   // The root has no directory to be listed in (a spoke of the whole namespace).
-  auto whole = OpenSpoke(hub_.url(), {"/"});
+  auto whole = OpenSpoke(hub_, {"/"});
   ASSERT_TRUE(whole.ok()) << whole.status().ToString();
   for (const char* path : {"/", "/data", "/data/imgs", "/data/imgs/f3"}) {
     EXPECT_TRUE((*whole)->Stat(ctx_, path).ok()) << path;
@@ -358,8 +411,8 @@ TEST_F(FabricTest, StatsInOneDirectoryShareOneListing) {
   EXPECT_EQ((*whole)->Stat(ctx_, "/nope").status().code(), StatusCode::kNotFound);
 }
 
-TEST_F(FabricTest, WriteAtSpokeIsDurableAtHubBeforeItReturns) {
-  auto spoke = OpenSpoke(hub_.url(), {"/data"});
+TEST_P(FabricTest, WriteAtSpokeIsDurableAtHubBeforeItReturns) {
+  auto spoke = OpenSpoke(hub_, {"/data"});
   ASSERT_TRUE(spoke.ok()) << spoke.status().ToString();
   const std::string data = RandomBytes(300'000, 2);
   WriteOptions parents;
@@ -388,14 +441,14 @@ TEST_F(FabricTest, WriteAtSpokeIsDurableAtHubBeforeItReturns) {
   EXPECT_EQ(*Get(hub_.volume(), "/data/ckpt/step1"), data);
 }
 
-TEST_F(FabricTest, TheSpokeKeepsItsChunksWithinTheCacheLimit) {
+TEST_P(FabricTest, TheSpokeKeepsItsChunksWithinTheCacheLimit) {
   const std::string data = RandomBytes(3'000'000, 12);
   ASSERT_TRUE(Put(hub_.volume(), "/data/big", data).ok());
   auto store = std::shared_ptr<ChunkStore>(NewMemChunkStore());
   PortalVolumeOptions small;
   small.cache_bytes = 1 << 20;
   small.inline_commit_bytes = 64 << 10;  // the write below uploads in batches first
-  auto spoke = OpenSpoke(hub_.url(), {"/data"}, store, small);
+  auto spoke = OpenSpoke(hub_, {"/data"}, store, small);
   ASSERT_TRUE(spoke.ok());
   EXPECT_EQ(*Get(**spoke, "/data/big"), data);  // read in pieces as they are evicted
   EXPECT_LE(store->Stats().raw_bytes, 1u << 20);
@@ -433,13 +486,13 @@ class ForgetfulChunkStore final : public ChunkStore {
 
 // A chunk evicted between its fetch and its read is fetched again and read from what came,
 // however often that happens: reads at a busy spoke with a small cache never fail for it.
-TEST_F(FabricTest, ReadsSurviveChunksEvictedBetweenFetchAndRead) {
+TEST_P(FabricTest, ReadsSurviveChunksEvictedBetweenFetchAndRead) {
   const std::string data = RandomBytes(1'500'000, 31);
   ASSERT_TRUE(Put(hub_.volume(), "/data/e.bin", data).ok());
   auto store = std::make_shared<ForgetfulChunkStore>();
   PortalVolumeOptions options;
   options.inline_read_bytes = 0;
-  auto spoke = OpenSpoke(hub_.url(), {"/data"}, store, options);
+  auto spoke = OpenSpoke(hub_, {"/data"}, store, options);
   ASSERT_TRUE(spoke.ok()) << spoke.status().ToString();
   auto reader = (*spoke)->OpenReader(ctx_, "/data/e.bin");
   ASSERT_TRUE(reader.ok()) << reader.status().ToString();
@@ -460,11 +513,11 @@ TEST_F(FabricTest, ReadsSurviveChunksEvictedBetweenFetchAndRead) {
   EXPECT_GT(store->lost(), 0);
 }
 
-TEST_F(FabricTest, LargeWritesUploadInBatchesThenCommit) {
+TEST_P(FabricTest, LargeWritesUploadInBatchesThenCommit) {
   PortalVolumeOptions options;
   options.inline_commit_bytes = 64 << 10;
   options.batch_bytes = 256 << 10;
-  auto spoke = OpenSpoke(hub_.url(), {"/data"}, nullptr, options);
+  auto spoke = OpenSpoke(hub_, {"/data"}, nullptr, options);
   ASSERT_TRUE(spoke.ok());
   const std::string data = RandomBytes(3'000'000, 3);
   ASSERT_TRUE(Put(**spoke, "/data/big", data).ok());
@@ -475,9 +528,9 @@ TEST_F(FabricTest, LargeWritesUploadInBatchesThenCommit) {
   EXPECT_TRUE(fsck->problems.empty());
 }
 
-TEST_F(FabricTest, HubWriteInvalidatesSpokeCacheBeforeItReturns) {
+TEST_P(FabricTest, HubWriteInvalidatesSpokeCacheBeforeItReturns) {
   ASSERT_TRUE(Put(hub_.volume(), "/data/x", "one").ok());
-  auto spoke = OpenSpoke(hub_.url(), {"/data"});
+  auto spoke = OpenSpoke(hub_, {"/data"});
   ASSERT_TRUE(spoke.ok());
   EXPECT_EQ(*Get(**spoke, "/data/x"), "one");
   EXPECT_EQ(*Get(**spoke, "/data/x"), "one");  // under the lease, from cache
@@ -495,9 +548,9 @@ TEST_F(FabricTest, HubWriteInvalidatesSpokeCacheBeforeItReturns) {
   EXPECT_GE((*spoke)->Stats().invalidations, 2u);
 }
 
-TEST_F(FabricTest, CreatingParentsRevokesOnlyWhatItCreates) {
+TEST_P(FabricTest, CreatingParentsRevokesOnlyWhatItCreates) {
   ASSERT_TRUE(hub_.volume().Mkdir(ctx_, "/data/old").ok());
-  auto spoke = OpenSpoke(hub_.url(), {"/data"});
+  auto spoke = OpenSpoke(hub_, {"/data"});
   ASSERT_TRUE(spoke.ok());
   Volume& v = **spoke;
   ASSERT_TRUE(v.Stat(ctx_, "/data").ok());      // leased under "/"
@@ -520,9 +573,9 @@ TEST_F(FabricTest, CreatingParentsRevokesOnlyWhatItCreates) {
   EXPECT_EQ(v.Stat(ctx_, "/data/f/g").status().code(), StatusCode::kNotFound);
 }
 
-TEST_F(FabricTest, WritesAtOneSpokeAreSeenAtAnother) {
-  auto a = OpenSpoke(hub_.url(), {"/data"});
-  auto b = OpenSpoke(hub_.url(), {"/data:/d"});
+TEST_P(FabricTest, WritesAtOneSpokeAreSeenAtAnother) {
+  auto a = OpenSpoke(hub_, {"/data"});
+  auto b = OpenSpoke(hub_, {"/data:/d"});
   ASSERT_TRUE(a.ok() && b.ok());
   ASSERT_TRUE(Put(**a, "/data/f", "v1").ok());
   EXPECT_EQ(*Get(**b, "/d/f"), "v1");
@@ -535,12 +588,12 @@ TEST_F(FabricTest, WritesAtOneSpokeAreSeenAtAnother) {
   EXPECT_EQ((*b)->Stat(ctx_, "/d/f").status().code(), StatusCode::kNotFound);
 }
 
-TEST_F(FabricTest, AVanishedSpokeDelaysHubWritesOnlyUntilItsLeaseEnds) {
-  Hub hub(milliseconds(600));
+TEST_P(FabricTest, AVanishedSpokeDelaysHubWritesOnlyUntilItsLeaseEnds) {
+  Hub hub(milliseconds(600), GetParam());
   ASSERT_TRUE(hub.volume().Mkdir(ctx_, "/data").ok());
   ASSERT_TRUE(Put(hub.volume(), "/data/x", "one").ok());
   {
-    auto spoke = OpenSpoke(hub.url(), {"/data"});
+    auto spoke = OpenSpoke(hub, {"/data"});
     ASSERT_TRUE(spoke.ok());
     EXPECT_EQ(*Get(**spoke, "/data/x"), "one");
   }  // gone without a word, still holding a lease
@@ -550,8 +603,8 @@ TEST_F(FabricTest, AVanishedSpokeDelaysHubWritesOnlyUntilItsLeaseEnds) {
   EXPECT_EQ(hub.leases().expired_waits(), 1u);
 }
 
-TEST_F(FabricTest, SnapshotsAndVersionsThroughASpoke) {
-  auto spoke = OpenSpoke(hub_.url(), {"/data"});
+TEST_P(FabricTest, SnapshotsAndVersionsThroughASpoke) {
+  auto spoke = OpenSpoke(hub_, {"/data"});
   ASSERT_TRUE(spoke.ok());
   ASSERT_TRUE(Put(**spoke, "/data/m", "old").ok());
   auto snap = (*spoke)->CreateSnapshot(ctx_, "v1", "/data");
@@ -576,7 +629,7 @@ TEST_F(FabricTest, SnapshotsAndVersionsThroughASpoke) {
   EXPECT_EQ((*spoke)->Stat(ctx_, "/.weft/snapshots/v1/m").status().code(), StatusCode::kNotFound);
 }
 
-TEST_F(FabricTest, APinnedSnapshotCostsOneRoundTripForAllItsFiles) {
+TEST_P(FabricTest, APinnedSnapshotCostsOneRoundTripForAllItsFiles) {
   WriteOptions parents;
   parents.create_parents = true;
   for (int i = 0; i < 40; ++i) {
@@ -586,7 +639,7 @@ TEST_F(FabricTest, APinnedSnapshotCostsOneRoundTripForAllItsFiles) {
                     .ok());
   }
   ASSERT_TRUE(hub_.volume().CreateSnapshot(ctx_, "epoch", "/data").ok());
-  auto spoke = OpenSpoke(hub_.url(), {"/data"});
+  auto spoke = OpenSpoke(hub_, {"/data"});
   ASSERT_TRUE(spoke.ok());
   Volume& v = **spoke;
   const uint64_t misses = (*spoke)->Stats().metadata_misses;
@@ -630,7 +683,7 @@ TEST_F(FabricTest, APinnedSnapshotCostsOneRoundTripForAllItsFiles) {
   EXPECT_EQ(*Get(v, "/.weft/snapshots/epoch/train/0/s0"), "v2-0");
 }
 
-TEST_F(FabricTest, SpokesAreAuthorisedAsTheirHubUser) {
+TEST_P(FabricTest, SpokesAreAuthorisedAsTheirHubUser) {
   auth::IdentityStore& ids = hub_.identities();
   ASSERT_TRUE(ids.CreateUser("site-eu", {}).ok());
   auto key = ids.CreateKey("site-eu");
@@ -641,13 +694,12 @@ TEST_F(FabricTest, SpokesAreAuthorisedAsTheirHubUser) {
   ASSERT_TRUE(Put(hub_.volume(), "/data/secret", "no").ok());
 
   // Not allowed to extend /data as a whole.
-  auto denied = OpenSpoke(hub_.url(), {"/data"}, nullptr, {}, key->access_key_id, key->secret_key);
+  auto denied = OpenSpoke(hub_, {"/data"}, nullptr, {}, key->access_key_id, key->secret_key);
   EXPECT_EQ(denied.status().code(), StatusCode::kPermissionDenied);
-  auto wrong = OpenSpoke(hub_.url(), {"/data/eu"}, nullptr, {}, key->access_key_id, "nope");
+  auto wrong = OpenSpoke(hub_, {"/data/eu"}, nullptr, {}, key->access_key_id, "nope");
   EXPECT_EQ(wrong.status().code(), StatusCode::kPermissionDenied);
 
-  auto spoke =
-      OpenSpoke(hub_.url(), {"/data/eu:/eu"}, nullptr, {}, key->access_key_id, key->secret_key);
+  auto spoke = OpenSpoke(hub_, {"/data/eu:/eu"}, nullptr, {}, key->access_key_id, key->secret_key);
   ASSERT_TRUE(spoke.ok()) << spoke.status().ToString();
   EXPECT_EQ(*Get(**spoke, "/eu/ok"), "fine");
   // Read-only rule: a write is refused at the hub and nothing changes.
@@ -672,7 +724,7 @@ TEST_F(FabricTest, SpokesAreAuthorisedAsTheirHubUser) {
   EXPECT_TRUE((*spoke)->SetAttr(ctx_, "/eu/ok", touch).ok());
 }
 
-TEST_F(FabricTest, ResidentDirectoriesNeverReachOtherSites) {
+TEST_P(FabricTest, ResidentDirectoriesNeverReachOtherSites) {
   ASSERT_TRUE(hub_.volume().Mkdir(ctx_, "/data/eu").ok());
   const std::string secret = RandomBytes(100'000, 9);
   ASSERT_TRUE(Put(hub_.volume(), "/data/eu/scan.dcm", secret).ok());
@@ -684,7 +736,7 @@ TEST_F(FabricTest, ResidentDirectoriesNeverReachOtherSites) {
   PortalVolumeOptions us;
   us.site = "us-west";
   us.tags = {"us", "gpu"};
-  auto spoke = OpenSpoke(hub_.url(), {"/data"}, nullptr, us);
+  auto spoke = OpenSpoke(hub_, {"/data"}, nullptr, us);
   ASSERT_TRUE(spoke.ok()) << spoke.status().ToString();
   Status denied = (*spoke)->Stat(ctx_, "/data/eu/scan.dcm").status();
   EXPECT_EQ(denied.code(), StatusCode::kPermissionDenied);
@@ -702,24 +754,24 @@ TEST_F(FabricTest, ResidentDirectoriesNeverReachOtherSites) {
   EXPECT_EQ((*spoke)->Stat(ctx_, "/.weft/snapshots/eu1/scan.dcm").status().code(),
             StatusCode::kPermissionDenied);
   // Extending the resident directory itself is refused at attach.
-  EXPECT_EQ(OpenSpoke(hub_.url(), {"/data/eu"}, nullptr, us).status().code(),
+  EXPECT_EQ(OpenSpoke(hub_, {"/data/eu"}, nullptr, us).status().code(),
             StatusCode::kPermissionDenied);
 
   PortalVolumeOptions eu;
   eu.site = "eu-central";
   eu.tags = {"eu"};
-  auto eu_spoke = OpenSpoke(hub_.url(), {"/data"}, nullptr, eu);
+  auto eu_spoke = OpenSpoke(hub_, {"/data"}, nullptr, eu);
   ASSERT_TRUE(eu_spoke.ok());
   EXPECT_EQ(*Get(**eu_spoke, "/data/eu/scan.dcm"), secret);
   EXPECT_EQ(*Get(**eu_spoke, "/.weft/snapshots/eu1/scan.dcm"), secret);
   EXPECT_EQ((*eu_spoke)->ReadDir(ctx_, "/data")->entries.size(), 2u);
 }
 
-TEST_F(FabricTest, ARestartedHubWaitsOutOldLeasesAndSpokesAttachAgain) {
-  Hub hub(milliseconds(800));
+TEST_P(FabricTest, ARestartedHubWaitsOutOldLeasesAndSpokesAttachAgain) {
+  Hub hub(milliseconds(800), GetParam());
   ASSERT_TRUE(hub.volume().Mkdir(ctx_, "/data").ok());
   ASSERT_TRUE(Put(hub.volume(), "/data/x", "one").ok());
-  auto spoke = OpenSpoke(hub.url(), {"/data"});
+  auto spoke = OpenSpoke(hub, {"/data"});
   ASSERT_TRUE(spoke.ok());
   EXPECT_EQ(*Get(**spoke, "/data/x"), "one");
   const std::string first_id = (*spoke)->hub().spoke_id();
@@ -735,33 +787,35 @@ TEST_F(FabricTest, ARestartedHubWaitsOutOldLeasesAndSpokesAttachAgain) {
   EXPECT_EQ(*Get(**spoke, "/data/x"), "three");
 }
 
-TEST_F(FabricTest, HubAndSpokeTalkTlsWhenTheUrlIsHttps) {
+TEST_P(FabricTest, HubAndSpokeTalkTlsWhenTheUrlIsHttps) {
+  if (GetParam() != Transport::kHttp) GTEST_SKIP() << "TLS belongs to the socket transport";
   net::testtls::TempDir dir;
-  Hub hub(milliseconds(2000), net::testtls::WriteCaSignedCert(dir.path(), "IP:127.0.0.1"));
+  Hub hub(milliseconds(2000), Transport::kHttp,
+          net::testtls::WriteCaSignedCert(dir.path(), "IP:127.0.0.1"));
   ASSERT_EQ(hub.url().substr(0, 8), "https://");
   ASSERT_TRUE(hub.volume().Mkdir(ctx_, "/data").ok());
   const std::string data = RandomBytes(300'000, 14);
   ASSERT_TRUE(Put(hub.volume(), "/data/x", data).ok());
-  auto spoke = OpenSpoke(hub.url(), {"/data"}, nullptr, {}, kRootKey, kRootSecret,
+  auto spoke = OpenSpoke(hub, {"/data"}, nullptr, {}, kRootKey, kRootSecret,
                          dir.path() + "/ca.pem");  // WriteCaSignedCert writes it there
   ASSERT_TRUE(spoke.ok()) << spoke.status().ToString();
   EXPECT_EQ(*Get(**spoke, "/data/x"), data);
   ASSERT_TRUE(Put(**spoke, "/data/y", data).ok());
   EXPECT_EQ(*Get(hub.volume(), "/data/y"), data);
   // A spoke that does not trust the hub's CA does not attach.
-  auto untrusting = OpenSpoke(hub.url(), {"/data"});
+  auto untrusting = OpenSpoke(hub, {"/data"});
   ASSERT_FALSE(untrusting.ok());
   EXPECT_NE(untrusting.status().message().find("certificate"), std::string::npos)
       << untrusting.status().ToString();
 }
 
-TEST_F(FabricTest, ABusyHubAnswersPollsAtOnceAndSpokesStillAcknowledge) {
+TEST_P(FabricTest, ABusyHubAnswersPollsAtOnceAndSpokesStillAcknowledge) {
   HubServiceOptions no_waiting;
   no_waiting.max_waiting_polls = 0;  // as if every worker were taken by other spokes' polls
-  Hub hub(milliseconds(3000), {}, no_waiting);
+  Hub hub(milliseconds(3000), GetParam(), {}, no_waiting);
   ASSERT_TRUE(hub.volume().Mkdir(ctx_, "/data").ok());
   ASSERT_TRUE(Put(hub.volume(), "/data/x", "one").ok());
-  auto spoke = OpenSpoke(hub.url(), {"/data"});
+  auto spoke = OpenSpoke(hub, {"/data"});
   ASSERT_TRUE(spoke.ok());
   EXPECT_EQ(*Get(**spoke, "/data/x"), "one");
   auto start = std::chrono::steady_clock::now();
@@ -771,15 +825,15 @@ TEST_F(FabricTest, ABusyHubAnswersPollsAtOnceAndSpokesStillAcknowledge) {
   EXPECT_EQ(*Get(**spoke, "/data/x"), "two");
 }
 
-TEST_F(FabricTest, StaleOkServesExpiredMetadataWhenTheHubIsGoneAndSaysSo) {
-  Hub hub(milliseconds(500));
+TEST_P(FabricTest, StaleOkServesExpiredMetadataWhenTheHubIsGoneAndSaysSo) {
+  Hub hub(milliseconds(500), GetParam());
   ASSERT_TRUE(hub.volume().Mkdir(ctx_, "/data").ok());
   const std::string data = RandomBytes(200'000, 11);
   ASSERT_TRUE(Put(hub.volume(), "/data/x", data).ok());
   PortalVolumeOptions stale_ok;
   stale_ok.stale_ok = true;
-  auto tolerant = OpenSpoke(hub.url(), {"/data"}, nullptr, stale_ok);
-  auto strict = OpenSpoke(hub.url(), {"/data"});
+  auto tolerant = OpenSpoke(hub, {"/data"}, nullptr, stale_ok);
+  auto strict = OpenSpoke(hub, {"/data"});
   ASSERT_TRUE(tolerant.ok() && strict.ok());
   EXPECT_EQ(*Get(**tolerant, "/data/x"), data);
   EXPECT_EQ(*Get(**strict, "/data/x"), data);
@@ -829,7 +883,7 @@ class NeuralCacheTest : public FabricTest {
     neural.policy = std::move(policy);
     neural.experts = std::move(experts);
     options.neural_cache = neural;
-    return OpenSpoke(hub_.url(), {"/data"}, std::move(store), options);
+    return OpenSpoke(hub_, {"/data"}, std::move(store), options);
   }
 
   // Waits (up to 10 s) until the spoke issued prefetches of at least `bytes` and all landed.
@@ -847,7 +901,7 @@ class NeuralCacheTest : public FabricTest {
   std::map<std::string, std::string> contents_;
 };
 
-TEST_F(NeuralCacheTest, HintedFilesArriveBeforeTheyAreReadAndReadsMoveNothing) {
+TEST_P(NeuralCacheTest, HintedFilesArriveBeforeTheyAreReadAndReadsMoveNothing) {
   std::vector<std::string> paths = MakeDataset(30);
   auto spoke = OpenCachingSpoke("neural", {"hints"}, 64 << 20);
   ASSERT_TRUE(spoke.ok()) << spoke.status().ToString();
@@ -899,7 +953,7 @@ TEST_F(NeuralCacheTest, HintedFilesArriveBeforeTheyAreReadAndReadsMoveNothing) {
   EXPECT_EQ(neural->Hint(bad_rank).status().code(), StatusCode::kInvalidArgument);
 }
 
-TEST_F(NeuralCacheTest, PrefetchesNobodyReadsLeaveStaging) {
+TEST_P(NeuralCacheTest, PrefetchesNobodyReadsLeaveStaging) {
   std::vector<std::string> paths = MakeDataset(20);
   PortalVolumeOptions options;
   options.cache_bytes = 1 << 20;  // the policy keeps 733,950 bytes, staging 157,275
@@ -907,7 +961,7 @@ TEST_F(NeuralCacheTest, PrefetchesNobodyReadsLeaveStaging) {
   neural.experts = {"hints"};
   neural.staged_ttl = milliseconds(200);
   options.neural_cache = neural;
-  auto spoke = OpenSpoke(hub_.url(), {"/data"}, nullptr, options);
+  auto spoke = OpenSpoke(hub_, {"/data"}, nullptr, options);
   ASSERT_TRUE(spoke.ok()) << spoke.status().ToString();
   // Another job's reads fill the policy's room (files 0-15: 700,000 bytes), so prefetches
   // land in staging.
@@ -942,7 +996,7 @@ TEST_F(NeuralCacheTest, PrefetchesNobodyReadsLeaveStaging) {
   EXPECT_LE(prefetch["staged_bytes"].get<uint64_t>(), prefetch["staging_bytes"].get<uint64_t>());
 }
 
-TEST_F(NeuralCacheTest, SeedHintsSplitTheDatasetByRankInTheDocumentedOrder) {
+TEST_P(NeuralCacheTest, SeedHintsSplitTheDatasetByRankInTheDocumentedOrder) {
   std::vector<std::string> paths = MakeDataset(10);
   auto spoke = OpenCachingSpoke("neural", {"hints"}, 64 << 20);
   ASSERT_TRUE(spoke.ok()) << spoke.status().ToString();
@@ -964,7 +1018,7 @@ TEST_F(NeuralCacheTest, SeedHintsSplitTheDatasetByRankInTheDocumentedOrder) {
   EXPECT_NE(order, PermutationOrder(10, 9));
 }
 
-TEST_F(NeuralCacheTest, ThePolicyDecidesWhatStaysAndItsChunksStayWithinTheLimit) {
+TEST_P(NeuralCacheTest, ThePolicyDecidesWhatStaysAndItsChunksStayWithinTheLimit) {
   std::vector<std::string> paths = MakeDataset(40);  // about 2 MB
   auto store = std::shared_ptr<ChunkStore>(NewMemChunkStore());
   auto spoke = OpenCachingSpoke("epoch", {"none"}, 1 << 20, store);
@@ -993,6 +1047,11 @@ TEST_F(NeuralCacheTest, ThePolicyDecidesWhatStaysAndItsChunksStayWithinTheLimit)
   // Held chunks were released as items left: the store's LRU could evict down to its limit.
   EXPECT_GT((*spoke)->Stats().evictions, 0u);
 }
+
+INSTANTIATE_TEST_SUITE_P(Transports, FabricTest,
+                         ::testing::Values(Transport::kHttp, Transport::kInProcess), TransportName);
+INSTANTIATE_TEST_SUITE_P(Transports, NeuralCacheTest,
+                         ::testing::Values(Transport::kHttp, Transport::kInProcess), TransportName);
 
 }  // namespace
 }  // namespace weft::fabric

@@ -17,12 +17,17 @@ Result<std::unique_ptr<HubClient>> HubClient::Open(const HubClientOptions& optio
   if (options.access_key_id.empty() || options.secret_access_key.empty()) {
     return InvalidArgument("a spoke needs the hub access key and secret of its hub user");
   }
-  // Fails early on a malformed URL or an unreadable CA file.
-  WEFT_ASSIGN_OR_RETURN(auto probe, net::HttpClient::Open(options.hub_url, options.http));
   auto client = std::unique_ptr<HubClient>(new HubClient(options));
+  // Fails early on a malformed URL or an unreadable CA file.
+  WEFT_ASSIGN_OR_RETURN(auto probe, client->Connect());
   client->open_ = 1;  // the probe joins the pool as its first connection
   client->Release(std::move(probe));
   return client;
+}
+
+Result<std::unique_ptr<net::HttpClient>> HubClient::Connect() const {
+  if (options_.connect) return options_.connect();
+  return net::HttpClient::Open(options_.hub_url, options_.http);
 }
 
 Result<std::unique_ptr<net::HttpClient>> HubClient::Acquire() {
@@ -36,7 +41,7 @@ Result<std::unique_ptr<net::HttpClient>> HubClient::Acquire() {
   }
   ++open_;
   lock.unlock();
-  auto client = net::HttpClient::Open(options_.hub_url, options_.http);
+  auto client = Connect();
   if (!client.ok()) {
     std::lock_guard relock(mu_);
     --open_;
@@ -93,8 +98,7 @@ Result<net::HttpResponse> HubClient::Send(const std::string& op, const std::stri
       if (poll) {
         std::lock_guard lock(poll_mu_);
         if (!poll_client_) {
-          WEFT_ASSIGN_OR_RETURN(poll_client_,
-                                net::HttpClient::Open(options_.hub_url, options_.http));
+          WEFT_ASSIGN_OR_RETURN(poll_client_, Connect());
         }
         client = std::move(poll_client_);
       } else {

@@ -27,6 +27,9 @@ struct HubClientOptions {
   size_t connections = 8;
   // How long a call keeps retrying a hub it cannot reach before failing.
   std::chrono::milliseconds hub_timeout{10'000};
+  // Opens a connection to the hub. Unset: HTTP(S) to hub_url with `http`. A simulation or a
+  // test sets it to reach a HubService in the same process (net::InProcessLink).
+  std::function<Result<std::unique_ptr<net::HttpClient>>()> connect;
 };
 
 struct AttachRequest {
@@ -65,6 +68,7 @@ class HubClient {
  private:
   explicit HubClient(HubClientOptions options) : options_(std::move(options)) {}
   struct Lease;  // a pooled connection, returned on destruction
+  Result<std::unique_ptr<net::HttpClient>> Connect() const;
   Result<std::unique_ptr<net::HttpClient>> Acquire();
   void Release(std::unique_ptr<net::HttpClient> client);
   Result<std::string> Token(net::HttpClient& client, bool renew);

@@ -2,32 +2,14 @@
 // REST) that call HttpHandler::Handle directly, without sockets. One test thread at a time.
 #pragma once
 
-#include <algorithm>
-#include <cstring>
 #include <map>
 #include <string>
 
 #include "base/ascii.h"
 #include "net/http_server.h"
+#include "net/in_process.h"  // StringBodyReader
 
 namespace weft::net {
-
-// A request body held in a string.
-class StringBodyReader : public BodyReader {
- public:
-  explicit StringBodyReader(std::string data) : data_(std::move(data)) {}
-  Result<size_t> Read(std::span<char> out) override {
-    size_t n = std::min(out.size(), data_.size() - pos_);
-    std::memcpy(out.data(), data_.data() + pos_, n);
-    pos_ += n;
-    return n;
-  }
-  uint64_t bytes_read() const override { return pos_; }
-
- private:
-  std::string data_;
-  size_t pos_ = 0;
-};
 
 // Records the response: status, headers (names lower-cased) and body.
 class RecordingResponseWriter : public ResponseWriter {

@@ -270,6 +270,24 @@ TEST_P(FabricTest, ASmallFileArrivesWithItsLookupInOneRoundTrip) {
   EXPECT_GT((*spoke)->hub().bytes_received(), large.size() / 2);
 }
 
+// The spoke's leases run on the clock it is given (base/clock.h), not on the system's: a
+// simulation moves time without sleeping through it.
+TEST_P(FabricTest, ASpokesLeasesRunOnItsClock) {
+  ASSERT_TRUE(Put(hub_.volume(), "/data/x", "one").ok());
+  FakeClock clock;
+  PortalVolumeOptions options;
+  options.clock = &clock;
+  auto spoke = OpenSpoke(hub_, {"/data"}, nullptr, options);
+  ASSERT_TRUE(spoke.ok());
+  ASSERT_TRUE((*spoke)->Stat(ctx_, "/data/x").ok());
+  const uint64_t asked = (*spoke)->Stats().metadata_misses;
+  ASSERT_TRUE((*spoke)->Stat(ctx_, "/data/x").ok());
+  EXPECT_EQ((*spoke)->Stats().metadata_misses, asked);  // leased
+  clock.AdvanceNanos(int64_t{3'000'000'000});           // past the hub's 2 s lease, at once
+  ASSERT_TRUE((*spoke)->Stat(ctx_, "/data/x").ok());
+  EXPECT_GT((*spoke)->Stats().metadata_misses, asked);
+}
+
 // A new version of a dataset (a changed and an added file, each revoking the directory's
 // lease, as lapsed leases also end): re-reading it moves the new bytes and the metadata, and
 // none of the bytes of the files that did not change, which the spoke still holds.

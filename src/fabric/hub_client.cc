@@ -59,7 +59,7 @@ void HubClient::Release(std::unique_ptr<net::HttpClient> client) {
 Result<std::string> HubClient::Token(net::HttpClient& client, bool renew) {
   {
     std::lock_guard lock(mu_);
-    if (!renew && !token_.empty() && std::chrono::steady_clock::now() < token_renew_at_) {
+    if (!renew && !token_.empty() && options_.clock->SteadyNow() < token_renew_at_) {
       return token_;
     }
   }
@@ -78,13 +78,13 @@ Result<std::string> HubClient::Token(net::HttpClient& client, bool renew) {
   std::lock_guard lock(mu_);
   token_ = parsed->at("token").get<std::string>();
   int64_t ttl = parsed->value("expires_in", int64_t{3600});
-  token_renew_at_ = std::chrono::steady_clock::now() + std::chrono::seconds(ttl / 2);
+  token_renew_at_ = options_.clock->SteadyNow() + std::chrono::seconds(ttl / 2);
   return token_;
 }
 
 Result<net::HttpResponse> HubClient::Send(const std::string& op, const std::string& content_type,
                                           std::string body) {
-  const auto deadline = std::chrono::steady_clock::now() + options_.hub_timeout;
+  const auto deadline = options_.clock->SteadyNow() + options_.hub_timeout;
   const bool retry = IsIdempotent(op);
   auto backoff = std::chrono::milliseconds(50);
   bool renewed = false;
@@ -131,7 +131,7 @@ Result<net::HttpResponse> HubClient::Send(const std::string& op, const std::stri
         failure = token.status();
       }
     }
-    if (!retry || std::chrono::steady_clock::now() + backoff > deadline) {
+    if (!retry || options_.clock->SteadyNow() + backoff > deadline) {
       return Unavailable("hub " + options_.hub_url + " unreachable: " + failure.message());
     }
     std::this_thread::sleep_for(backoff);

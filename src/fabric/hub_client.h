@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "base/clock.h"
 #include "fabric/wire.h"
 #include "net/http_client.h"
 
@@ -30,6 +31,8 @@ struct HubClientOptions {
   // Opens a connection to the hub. Unset: HTTP(S) to hub_url with `http`. A simulation or a
   // test sets it to reach a HubService in the same process (net::InProcessLink).
   std::function<Result<std::unique_ptr<net::HttpClient>>()> connect;
+  // Token renewal and retry deadlines (the pause between retries is real).
+  Clock* clock = SystemClock::Default();
 };
 
 struct AttachRequest {

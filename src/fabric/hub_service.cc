@@ -58,12 +58,12 @@ std::string LeaseKey(const std::string& dir, const std::optional<std::string>& s
   return "/.weft/snapshots/" + *snapshot + (dir == "/" ? "" : dir);
 }
 
-// The list `name` of a batched call: at most HubService::kMaxLookupBatch entries.
+// The list `name` of a batched call: at most kMaxLookupBatch entries.
 Result<const json*> BatchArg(const json& args, const char* name) {
   const json& list = args.at(name);
-  if (!list.is_array() || list.size() > HubService::kMaxLookupBatch) {
+  if (!list.is_array() || list.size() > kMaxLookupBatch) {
     return InvalidArgument("'" + std::string(name) + "' must be a list of at most " +
-                           std::to_string(HubService::kMaxLookupBatch) + " entries");
+                           std::to_string(kMaxLookupBatch) + " entries");
   }
   return &list;
 }
@@ -287,9 +287,7 @@ Status HubService::Attach(Call& call) {
   }
   rec.id = NewId();
   PruneForgotten();
-  rec.attached_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                        std::chrono::system_clock::now().time_since_epoch())
-                        .count();
+  rec.attached_ns = options_.clock->NowNanos();
   {
     std::lock_guard lock(mu_);
     spokes_[rec.id] = rec;
@@ -704,7 +702,7 @@ Status HubService::UploadChunks(Call& call) {
       slot->path = path;
     }
     upload = slot;
-    upload->last_used = std::chrono::steady_clock::now();
+    upload->last_used = options_.clock->SteadyNow();
   }
   if (upload->user != call.ctx.principal || upload->path != path) {
     return PermissionDenied("AccessDenied: upload session belongs to another user or path");
@@ -791,9 +789,7 @@ void HubService::PruneForgotten() {
   // Spokes the lease table forgot (idle past its limit, or re-attached under a new id) leave
   // the registry too, so it lists what is attached now.
   auto live = leases_->Stats();
-  const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                          std::chrono::system_clock::now().time_since_epoch())
-                          .count();
+  const int64_t now = options_.clock->NowNanos();
   const int64_t grace = std::chrono::duration_cast<std::chrono::nanoseconds>(
                             std::max(leases_->lease_length(), std::chrono::milliseconds(120'000)))
                             .count();
@@ -806,7 +802,7 @@ void HubService::PruneForgotten() {
 
 void HubService::DropIdleUploads() {
   std::lock_guard lock(mu_);
-  auto now = std::chrono::steady_clock::now();
+  const auto now = options_.clock->SteadyNow();
   for (auto it = uploads_.begin(); it != uploads_.end();) {
     it = now - it->second->last_used > options_.upload_idle ? uploads_.erase(it) : std::next(it);
   }

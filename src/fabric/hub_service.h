@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "auth/identity_store.h"
+#include "base/clock.h"
 #include "fabric/lease_table.h"
 #include "net/http_server.h"
 #include "vfs/volume.h"
@@ -34,19 +35,6 @@ struct SpokeRecord {
   int64_t attached_ns = 0;
   uint64_t bytes_sent = 0;      // chunk bytes sent to it (on the wire)
   uint64_t bytes_received = 0;  // chunk bytes it uploaded
-};
-
-// When the volume a HubService serves is itself a spoke's PortalVolume (spokes chain), a lease
-// it grants must neither outlive its own lease from upstream nor rest on an answer that an
-// upstream invalidation has already overtaken.
-class UpstreamLeases {
- public:
-  virtual ~UpstreamLeases() = default;
-  // The invalidation state of lease key `dir` now (before reading).
-  virtual uint64_t Epoch(const std::string& dir) = 0;
-  // How long this node's own lease on `dir` still runs if nothing invalidated it since
-  // `epoch`; zero otherwise.
-  virtual std::chrono::milliseconds Remaining(const std::string& dir, uint64_t epoch) = 0;
 };
 
 struct HubServiceOptions {
@@ -65,6 +53,7 @@ struct HubServiceOptions {
   // Called before each attach succeeds (the hub records that spokes exist); an error refuses
   // the attach.
   std::function<Status()> on_attach;
+  Clock* clock = SystemClock::Default();
 };
 
 class HubService : public net::HttpHandler {
@@ -80,13 +69,6 @@ class HubService : public net::HttpHandler {
   std::vector<SpokeRecord> Spokes();
   // The attached spokes with their current leases, as GET spokes lists them.
   nlohmann::json SpokesJson();
-
-  // Paths one batched `lookup` may name.
-  static constexpr size_t kMaxLookupBatch = 1000;
-  // The largest file a lookup carries inline.
-  static constexpr uint64_t kMaxInlineBytes = 4 << 20;
-  // Chunk ids a lookup's 'have' may name (the chunks of one small file).
-  static constexpr size_t kMaxHaveIds = 256;
 
  private:
   struct Call;

@@ -191,34 +191,39 @@ std::map<std::string, SpokeLeaseStats> LeaseState::Stats(SteadyTime now) const {
 // --- LeaseTable ---
 
 LeaseTable::LeaseTable(LeaseTableOptions options)
-    : state_(options, std::chrono::steady_clock::now()) {}
+    : clock_(options.clock), state_(options, options.clock->SteadyNow()) {}
+
+std::cv_status LeaseTable::WaitUntil(std::unique_lock<std::mutex>& lock, SteadyTime deadline) {
+  // Relative, so that a clock other than the system's (a simulation's) sets the deadline.
+  return changed_.wait_for(lock, deadline - clock_->SteadyNow());
+}
 
 std::chrono::milliseconds LeaseTable::Grant(const std::string& spoke, const std::string& dir,
                                             std::chrono::milliseconds at_most) {
   std::lock_guard lock(mu_);
   if (shutdown_) return std::chrono::milliseconds(0);
-  return state_.Grant(spoke, dir, std::chrono::steady_clock::now(), at_most);
+  return state_.Grant(spoke, dir, clock_->SteadyNow(), at_most);
 }
 
 std::chrono::milliseconds LeaseTable::Renew(const std::string& spoke, const std::string& dir,
                                             std::chrono::milliseconds at_most) {
   std::lock_guard lock(mu_);
   if (shutdown_) return std::chrono::milliseconds(0);
-  return state_.Renew(spoke, dir, std::chrono::steady_clock::now(), at_most);
+  return state_.Renew(spoke, dir, clock_->SteadyNow(), at_most);
 }
 
 LeaseTable::Revocation LeaseTable::Revoke(const Affected& affected) {
   std::unique_lock lock(mu_);
-  while (!shutdown_ && std::chrono::steady_clock::now() < state_.grace_end()) {
-    changed_.wait_until(lock, state_.grace_end());
+  while (!shutdown_ && clock_->SteadyNow() < state_.grace_end()) {
+    WaitUntil(lock, state_.grace_end());
   }
-  LeaseState::Begun begun = state_.BeginRevoke(affected, std::chrono::steady_clock::now());
+  LeaseState::Begun begun = state_.BeginRevoke(affected, clock_->SteadyNow());
   Revocation guard;
   guard.table_ = this;
   guard.id_ = begun.id;
   if (!begun.holders.empty()) changed_.notify_all();
-  while (!shutdown_ && !state_.Complete(begun.id, std::chrono::steady_clock::now())) {
-    changed_.wait_until(lock, state_.Deadline(begun.id));
+  while (!shutdown_ && !state_.Complete(begun.id, clock_->SteadyNow())) {
+    WaitUntil(lock, state_.Deadline(begun.id));
   }
   return guard;
 }
@@ -247,7 +252,7 @@ LeaseTable::Revocation::~Revocation() {
 std::vector<Invalidation> LeaseTable::Poll(const std::string& spoke, uint64_t ack,
                                            std::chrono::milliseconds wait) {
   std::unique_lock lock(mu_);
-  const SteadyTime now = std::chrono::steady_clock::now();
+  const SteadyTime now = clock_->SteadyNow();
   state_.ForgetIdle(now);
   if (state_.Ack(spoke, ack, now)) changed_.notify_all();
   const SteadyTime deadline = now + wait;
@@ -255,7 +260,7 @@ std::vector<Invalidation> LeaseTable::Poll(const std::string& spoke, uint64_t ac
     const std::vector<Invalidation>* queue = state_.Pending(spoke);
     if (queue == nullptr) return {};
     if (!queue->empty()) return *queue;
-    if (changed_.wait_until(lock, deadline) == std::cv_status::timeout) break;
+    if (WaitUntil(lock, deadline) == std::cv_status::timeout) break;
   }
   return {};
 }
@@ -268,7 +273,7 @@ void LeaseTable::Forget(const std::string& spoke) {
 
 std::map<std::string, SpokeLeaseStats> LeaseTable::Stats() {
   std::lock_guard lock(mu_);
-  return state_.Stats(std::chrono::steady_clock::now());
+  return state_.Stats(clock_->SteadyNow());
 }
 
 uint64_t LeaseTable::expired_waits() const {

@@ -27,6 +27,8 @@
 #include <string>
 #include <vector>
 
+#include "base/clock.h"
+
 namespace weft::fabric {
 
 using SteadyTime = std::chrono::steady_clock::time_point;
@@ -53,6 +55,8 @@ struct LeaseTableOptions {
   std::chrono::milliseconds start_grace{0};
   // A spoke that has not polled for this long is forgotten; never before its leases expired.
   std::chrono::milliseconds forget_after{120'000};
+  // LeaseTable's time (LeaseState is given times by its caller).
+  Clock* clock = SystemClock::Default();
 };
 
 struct SpokeLeaseStats {
@@ -207,11 +211,27 @@ class LeaseTable {
 
  private:
   void EndRevocation(uint64_t id);
+  // Waits on changed_ until `deadline` of clock_'s time (or a notify).
+  std::cv_status WaitUntil(std::unique_lock<std::mutex>& lock, SteadyTime deadline);
 
+  Clock* const clock_;
   mutable std::mutex mu_;
   std::condition_variable changed_;
   LeaseState state_;       // GUARDED_BY(mu_), but for its constant options
   bool shutdown_ = false;  // GUARDED_BY(mu_)
+};
+
+// When the volume a HubService serves is itself a spoke's PortalVolume (spokes chain), a lease
+// it grants must neither outlive its own lease from upstream nor rest on an answer that an
+// upstream invalidation has already overtaken.
+class UpstreamLeases {
+ public:
+  virtual ~UpstreamLeases() = default;
+  // The invalidation state of lease key `dir` now (before reading).
+  virtual uint64_t Epoch(const std::string& dir) = 0;
+  // How long this node's own lease on `dir` still runs if nothing invalidated it since
+  // `epoch`; zero otherwise.
+  virtual std::chrono::milliseconds Remaining(const std::string& dir, uint64_t epoch) = 0;
 };
 
 // "/a/b/c" -> "/a/b"; "/a" -> "/"; "/" -> "/".

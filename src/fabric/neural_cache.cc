@@ -115,7 +115,7 @@ class NeuralCacheImpl final : public NeuralCache {
         store_(store),
         cache_(options_.capacity_bytes == 0 ? UINT64_MAX : options_.capacity_bytes,
                std::move(policy)),
-        start_(std::chrono::steady_clock::now()),
+        start_(options_.clock->SteadyNow()),
         staging_bytes_(options_.staging_bytes == 0 ? UINT64_MAX : options_.staging_bytes),
         staged_ttl_ns_(
             std::chrono::duration_cast<std::chrono::nanoseconds>(options_.staged_ttl).count()) {
@@ -379,7 +379,7 @@ class NeuralCacheImpl final : public NeuralCache {
   }
 
   int64_t NowNs() const {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() -
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(options_.clock->SteadyNow() -
                                                                 start_)
         .count();
   }

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "base/clock.h"
 #include "base/status.h"
 #include "cache/item.h"
 #include "chunk/chunk_id.h"
@@ -40,6 +41,8 @@ struct NeuralCacheOptions {
   double link_bytes_per_s = 125e6;
   double rtt_s = 0.020;
   size_t prefetch_threads = 8;
+  // Read times (pace, staging's age); the prefetch workers' waits are real.
+  Clock* clock = SystemClock::Default();
 };
 
 // What NeuralCache needs from the volume whose reads it watches.

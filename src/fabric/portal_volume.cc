@@ -26,7 +26,6 @@
 namespace weft::fabric {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 // A stat at a spoke lists the directory when it holds at most this many entries (one page).
 constexpr uint32_t kStatListingEntries = 1000;
 // Files and chunk refs whose content a spoke remembers for its lookups' hints and deltas, per
@@ -212,6 +211,7 @@ class PortalVolumeImpl final : public PortalVolume, private DataStore {
     renewer_ = std::thread([this] { RenewLoop(); });
     if (options_.neural_cache) {
       NeuralCacheOptions n = *options_.neural_cache;
+      n.clock = options_.clock;
       // The policy's items and the staged prefetches are held; what is left stays free for
       // chunks in transit (reads the policy bypassed), so the store's own LRU can always get
       // back under the limit without running an eviction round per fetched chunk.
@@ -224,6 +224,7 @@ class PortalVolumeImpl final : public PortalVolume, private DataStore {
   }
 
   NeuralCache* neural_cache() override { return neural_.get(); }
+  SteadyTime Now() const { return options_.clock->SteadyNow(); }
   uint32_t JobOf(const RequestContext& ctx) const {
     return JobId(ctx.principal.empty() ? "anonymous" : ctx.principal);
   }
@@ -403,12 +404,12 @@ class PortalVolumeImpl final : public PortalVolume, private DataStore {
                                  const std::optional<std::string>& snapshot,
                                  bool for_read = false) {
     const std::string key = LeaseKey(ParentDir(hub_path), snapshot);
-    if (auto hit = cache_.FindLookup(key, hub_path, Clock::now())) {
+    if (auto hit = cache_.FindLookup(key, hub_path, Now())) {
       ++metadata_hits_;
       return *hit;
     }
     ++metadata_misses_;
-    const MetaCache::Ticket ticket = cache_.Begin(key, Clock::now());
+    const MetaCache::Ticket ticket = cache_.Begin(key, Now());
     json args = {{"path", hub_path}};
     if (snapshot) args["snapshot"] = *snapshot;
     if (for_read && options_.inline_read_bytes > 0) {
@@ -418,7 +419,7 @@ class PortalVolumeImpl final : public PortalVolume, private DataStore {
       if (std::optional<KnownContent> known = hints_.Recall(hub_path)) {
         json have = json::array();
         for (const ChunkRef& c : known->latest.chunks) {
-          if (have.size() < HubService::kMaxHaveIds && chunks_->Contains(c.id)) {
+          if (have.size() < kMaxHaveIds && chunks_->Contains(c.id)) {
             have.push_back(c.id.ToHex());
           }
         }
@@ -450,7 +451,7 @@ class PortalVolumeImpl final : public PortalVolume, private DataStore {
       }
       return reply.status();
     }
-    cache_.InstallLookup(ticket, lease_ms, Clock::now(), hub_path, result);
+    cache_.InstallLookup(ticket, lease_ms, Now(), hub_path, result);
     return result;
   }
 
@@ -459,12 +460,12 @@ class PortalVolumeImpl final : public PortalVolume, private DataStore {
     // The path too: a live path read at a snapshot and a /.weft path can share a lease key.
     const std::string page_key = hub_path + '\0' + opts.start_after + '\0' +
                                  std::to_string(opts.limit) + (opts.with_info ? "+" : "-");
-    if (auto hit = cache_.FindPage(key, page_key, Clock::now())) {
+    if (auto hit = cache_.FindPage(key, page_key, Now())) {
       ++metadata_hits_;
       return *hit;
     }
     ++metadata_misses_;
-    const MetaCache::Ticket ticket = cache_.Begin(key, Clock::now());
+    const MetaCache::Ticket ticket = cache_.Begin(key, Now());
     json args = {{"path", hub_path}, {"limit", opts.limit}, {"with_info", opts.with_info}};
     if (IsValidUtf8(opts.start_after)) {
       args["start_after"] = opts.start_after;
@@ -501,11 +502,11 @@ class PortalVolumeImpl final : public PortalVolume, private DataStore {
       return InvalidArgument(std::string("malformed listing from the hub: ") + e.what());
     }
     const int64_t lease_ms = reply.value("lease_ms", int64_t{0});
-    cache_.InstallPage(ticket, lease_ms, Clock::now(), page_key, page);
+    cache_.InstallPage(ticket, lease_ms, Now(), page_key, page);
     if (opts.with_info && !opts.snapshot) {
       const bool whole =
           opts.start_after.empty() && !page.truncated && !reply.value("withheld", false);
-      cache_.InstallListed(ticket, lease_ms, Clock::now(), hub_path, page, whole);
+      cache_.InstallListed(ticket, lease_ms, Now(), hub_path, page, whole);
     }
     return page;
   }
@@ -522,7 +523,7 @@ class PortalVolumeImpl final : public PortalVolume, private DataStore {
                      [&](const Portal& p) { return IsAtOrUnder(dir, p.hub_path); })) {
       return std::optional<CachedLookup>();
     }
-    if (auto hit = cache_.FindForStat(dir, hub_path, Clock::now())) {
+    if (auto hit = cache_.FindForStat(dir, hub_path, Now())) {
       ++metadata_hits_;
       return hit;
     }
@@ -539,7 +540,7 @@ class PortalVolumeImpl final : public PortalVolume, private DataStore {
       // The path's own lookup says why, or finds what a stale page lacks.
       return std::optional<CachedLookup>();
     }
-    return cache_.FindForStat(dir, hub_path, Clock::now());
+    return cache_.FindForStat(dir, hub_path, Now());
   }
 
   void Invalidate(const Affected& affected) { cache_.Invalidate(affected); }
@@ -562,7 +563,7 @@ class PortalVolumeImpl final : public PortalVolume, private DataStore {
   std::chrono::milliseconds Remaining(const std::string& dir, uint64_t epoch) override {
     auto key = HubKey(dir);
     if (!key) return std::chrono::milliseconds(0);
-    return cache_.Remaining(*key, epoch, Clock::now());
+    return cache_.Remaining(*key, epoch, Now());
   }
 
   Affected ToLocal(const Affected& hub) const {
@@ -631,13 +632,13 @@ class PortalVolumeImpl final : public PortalVolume, private DataStore {
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
       }
       if (stop_) break;
-      const std::vector<std::string> dirs = cache_.Renewable(Clock::now());
-      for (size_t start = 0; start < dirs.size(); start += HubService::kMaxLookupBatch) {
-        const size_t end = std::min(dirs.size(), start + HubService::kMaxLookupBatch);
+      const std::vector<std::string> dirs = cache_.Renewable(Now());
+      for (size_t start = 0; start < dirs.size(); start += kMaxLookupBatch) {
+        const size_t end = std::min(dirs.size(), start + kMaxLookupBatch);
         std::vector<MetaCache::Ticket> tickets;
         json keys = json::array();
         for (size_t k = start; k < end; ++k) {
-          tickets.push_back(cache_.Begin(dirs[k], Clock::now()));
+          tickets.push_back(cache_.Begin(dirs[k], Now()));
           keys.push_back(dirs[k]);
         }
         Result<json> reply = hub_->Call("renew", {{"dirs", std::move(keys)}});
@@ -651,7 +652,7 @@ class PortalVolumeImpl final : public PortalVolume, private DataStore {
         for (size_t k = start; k < end; ++k) {
           const json& ms = (*leases)[k - start];
           if (!ms.is_number_integer()) continue;
-          if (cache_.Renew(tickets[k - start], ms.get<int64_t>(), Clock::now())) ++renewals_;
+          if (cache_.Renew(tickets[k - start], ms.get<int64_t>(), Now())) ++renewals_;
         }
       }
     }
@@ -959,14 +960,14 @@ class PortalVolumeImpl final : public PortalVolume, private DataStore {
       if (it != pinned_.end()) view = it->second;
     }
     if (view) {
-      auto bound = cache_.FindLookup(key, binding, Clock::now());
+      auto bound = cache_.FindLookup(key, binding, Now());
       if (bound && bound->info.version_id == std::to_string(view->sequence)) {
         ++metadata_hits_;
         return view;
       }
     }
     ++metadata_misses_;
-    const MetaCache::Ticket ticket = cache_.Begin(key, Clock::now());
+    const MetaCache::Ticket ticket = cache_.Begin(key, Now());
     json args = {{"snapshot", name}};
     if (view) args["if_sequence"] = view->sequence;
     Result<json> reply = hub_->Call("manifest", args);
@@ -1001,8 +1002,7 @@ class PortalVolumeImpl final : public PortalVolume, private DataStore {
     }
     CachedLookup bound;
     bound.info.version_id = std::to_string(snap.sequence);
-    cache_.InstallLookup(ticket, reply->value("lease_ms", int64_t{0}), Clock::now(), binding,
-                         bound);
+    cache_.InstallLookup(ticket, reply->value("lease_ms", int64_t{0}), Now(), binding, bound);
     return view;
   }
 
@@ -1039,7 +1039,7 @@ class PortalVolumeImpl final : public PortalVolume, private DataStore {
       }
       resolved[i].fetch_path = m->hub;
       const std::string key = LeaseKey(ParentDir(m->hub), std::nullopt);
-      if (auto hit = cache_.FindLookup(key, m->hub, Clock::now())) {
+      if (auto hit = cache_.FindLookup(key, m->hub, Now())) {
         ++metadata_hits_;
         resolved[i].lookup = *hit;
         have[i] = true;
@@ -1047,13 +1047,13 @@ class PortalVolumeImpl final : public PortalVolume, private DataStore {
         ask.push_back(i);
       }
     }
-    for (size_t start = 0; start < ask.size(); start += HubService::kMaxLookupBatch) {
-      const size_t end = std::min(ask.size(), start + HubService::kMaxLookupBatch);
+    for (size_t start = 0; start < ask.size(); start += kMaxLookupBatch) {
+      const size_t end = std::min(ask.size(), start + kMaxLookupBatch);
       std::vector<MetaCache::Ticket> tickets;
       json hub_paths = json::array();
       for (size_t k = start; k < end; ++k) {
         const std::string& hub_path = resolved[ask[k]].fetch_path;
-        tickets.push_back(cache_.Begin(LeaseKey(ParentDir(hub_path), std::nullopt), Clock::now()));
+        tickets.push_back(cache_.Begin(LeaseKey(ParentDir(hub_path), std::nullopt), Now()));
         hub_paths.push_back(hub_path);
       }
       metadata_misses_ += end - start;
@@ -1088,7 +1088,7 @@ class PortalVolumeImpl final : public PortalVolume, private DataStore {
           result.info = std::move(*info);
           result.chunks = std::move(*chunks);
         }
-        cache_.InstallLookup(tickets[k - start], one.value("lease_ms", int64_t{0}), Clock::now(),
+        cache_.InstallLookup(tickets[k - start], one.value("lease_ms", int64_t{0}), Now(),
                              resolved[i].fetch_path, result);
         resolved[i].lookup = std::move(result);
         have[i] = true;

@@ -28,7 +28,6 @@
 #include "chunk/chunk_store.h"
 #include "chunk/splitter.h"
 #include "fabric/hub_client.h"
-#include "fabric/hub_service.h"
 #include "fabric/lease_table.h"
 #include "fabric/neural_cache.h"
 #include "vfs/volume.h"
@@ -69,6 +68,8 @@ struct PortalVolumeOptions {
   std::optional<NeuralCacheOptions> neural_cache;
   // How long one invalidation poll waits at the hub.
   std::chrono::milliseconds poll_wait{5'000};
+  // Lease and cache times (NeuralCache's too); the background loops' pauses are real.
+  Clock* clock = SystemClock::Default();
 };
 
 struct PortalStats {

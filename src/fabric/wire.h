@@ -39,6 +39,12 @@ inline constexpr std::string_view kFramedContentType = "application/x-weft-frame
 inline constexpr size_t kFrameHeaderBytes = 32 + 4 + 1 + 4;
 // Largest chunk accepted on the wire (the chunker's maximum is far below).
 inline constexpr uint32_t kMaxWireChunk = 16u << 20;
+// Paths (or lease keys) one batched `lookup` (or `renew`) may name.
+inline constexpr size_t kMaxLookupBatch = 1000;
+// The largest file a lookup carries inline.
+inline constexpr uint64_t kMaxInlineBytes = 4 << 20;
+// Chunk ids a lookup's 'have' may name (the chunks of one small file).
+inline constexpr size_t kMaxHaveIds = 256;
 
 // Status <-> {"code": <int>, "name": "NotFound", "message": "..."}.
 json StatusToJson(const Status& status);

@@ -11,8 +11,7 @@
 #include "chunk/caching_chunk_store.h"
 #include "chunk/pack_chunk_store.h"
 #include "chunk/zero_chunks.h"
-#include "vfs/internal/background_md5.h"
-#include "vfs/internal/chunk_pipeline.h"
+#include "vfs/content_writer.h"
 #include "vfs/internal/dir_cache.h"
 #include "vfs/internal/namespace_view.h"
 #include "vfs/internal/schema.h"
@@ -513,94 +512,23 @@ class LocalFileReader final : public FileReader {
 }  // namespace
 
 // Streams one file into chunks; commits through LocalVolume::CommitFiles.
-class LocalFileWriter final : public FileWriter {
+// A LocalVolume's writer: ContentWriter (vfs/content_writer.h) storing into this volume's
+// chunks, held from garbage collection until the commit, then a manifest committed.
+class LocalFileWriter final : public FileWriter, private ChunkHolder {
  public:
   LocalFileWriter(LocalVolume* volume, RequestContext ctx, std::string path, WriteOptions opts)
       : volume_(volume),
         ctx_(std::move(ctx)),
-        path_(std::move(path)),
-        opts_(std::move(opts)),
-        splitter_(NewSplitter()) {
-    const bool chunk_etag_expected =
-        opts_.md5_etag_limit && opts_.expected_size && *opts_.expected_size > *opts_.md5_etag_limit;
-    if (!opts_.etag && !chunk_etag_expected) md5_.emplace();
-  }
+        content_(std::move(path), volume->chunker_options(), std::move(opts), this) {}
 
   ~LocalFileWriter() override { Abort(); }
 
-  Status Write(ByteSpan data) override {
-    if (done_) return FailedPrecondition(path_ + ": writer already committed or aborted");
-    if (md5_) {
-      if (opts_.md5_etag_limit && size_ + data.size() > *opts_.md5_etag_limit) {
-        md5_.reset();  // the ETag will come from the chunks
-      } else {
-        md5_->Update(data);
-      }
-    }
-    // A large stream without an MD5 to compute: its chunks are stored on a second thread
-    // (with an MD5 helper as well, three busy threads lost on two cores).
-    if (!md5_ && !pipeline_ && size_ >= kPipelineFrom) {
-      pipeline_ = std::make_unique<ChunkPipeline>(
-          [this](const ChunkId& id, ByteSpan c) { return StoreChunk(id, c); });
-    }
-    size_ += data.size();
-    Status s = splitter_->Write(data);
-    if (!s.ok()) Abort();
-    return s;
-  }
-
-  Status AppendFrom(FileReader& source) override {
-    if (done_) return FailedPrecondition(path_ + ": writer already committed or aborted");
-    if (!opts_.etag) {
-      return FailedPrecondition(
-          "AppendFrom needs WriteOptions::etag: the content's MD5 is not computed for appended "
-          "chunks");
-    }
-    auto* local = dynamic_cast<LocalFileReader*>(&source);
-    // Another volume's chunks are not in this chunk store: copy the bytes.
-    Status s = local != nullptr && local->owner() == volume_ ? AppendChunks(local->manifest())
-                                                             : CopyFrom(source);
-    // A half-appended source must never be committed.
-    if (!s.ok()) Abort();
-    return s;
-  }
-
+  Status Write(ByteSpan data) override { return content_.Write(data); }
+  Status AppendFrom(FileReader& source) override { return content_.AppendFrom(source); }
   Status AppendChunk(const ChunkRef& chunk, std::optional<ByteSpan> data) override {
-    if (done_) return FailedPrecondition(path_ + ": writer already committed or aborted");
-    Status s = AppendOneChunk(chunk, data);
-    if (!s.ok()) Abort();
-    return s;
+    return content_.AppendChunk(chunk, data);
   }
-
-  Status WriteZeros(uint64_t length) override {
-    if (done_) return FailedPrecondition(path_ + ": writer already committed or aborted");
-    if (length == 0) return OkStatus();
-    hole_bytes_ += length;
-    if (md5_) {
-      if (hole_bytes_ > kMaxHoleMd5Bytes ||
-          (opts_.md5_etag_limit && size_ + length > *opts_.md5_etag_limit)) {
-        md5_.reset();  // the ETag will come from the chunks
-      } else {
-        const std::shared_ptr<const std::string> zeros = ZeroChunkBytes(1 << 20);
-        for (uint64_t left = length; left > 0;) {
-          const size_t n = static_cast<size_t>(std::min<uint64_t>(left, zeros->size()));
-          md5_->Update(AsBytes(std::string_view(*zeros).substr(0, n)));
-          left -= n;
-        }
-      }
-    }
-    // The bytes before the hole end in a chunk of their own; later writes start a new stream.
-    Status s = FinishChunks();
-    if (s.ok()) {
-      splitter_ = NewSplitter();
-      ForEachZeroChunk(length, [&](const ChunkId& id, uint32_t n) {
-        if (s.ok()) s = StoreChunk(id, AsBytes(*ZeroChunkBytes(n)));
-      });
-    }
-    size_ += length;
-    if (!s.ok()) Abort();
-    return s;
-  }
+  Status WriteZeros(uint64_t length) override { return content_.WriteZeros(length); }
 
   Result<FileInfo> Commit() override {
     WEFT_ASSIGN_OR_RETURN(PreparedFile file, Prepare());
@@ -616,129 +544,35 @@ class LocalFileWriter final : public FileWriter {
   // Stores the last chunk and completes the manifest; the chunks stay referenced (safe from
   // GC) until Abort() or destruction.
   Result<PreparedFile> Prepare() {
-    if (done_) return FailedPrecondition(path_ + ": writer already committed or aborted");
-    Status s = FinishChunks();
-    if (!s.ok()) {
-      Abort();
-      return s;
-    }
-    manifest_.size = size_;
-    if (opts_.etag) {
-      manifest_.etag = *opts_.etag;
-    } else if (md5_) {
-      auto digest = md5_->Finish();
-      manifest_.etag = ToHex(ByteSpan(digest.data(), digest.size()));
-    } else {
-      manifest_.etag = ChunksEtag(manifest_.chunks);
-    }
-    return PreparedFile{path_, opts_, manifest_};
+    WEFT_ASSIGN_OR_RETURN(WrittenContent content, content_.Finish());
+    Manifest manifest;
+    manifest.size = content.size;
+    manifest.etag = std::move(content.etag);
+    manifest.chunks = std::move(content.chunks);
+    return PreparedFile{content_.path(), content_.options(), std::move(manifest)};
   }
 
   bool BelongsTo(const LocalVolume* volume) const { return volume_ == volume; }
   const RequestContext& ctx() const { return ctx_; }
 
-  void Abort() override {
-    if (done_) return;
-    done_ = true;
-    if (pipeline_) (void)pipeline_->Drain();  // its thread may still be adding to manifest_
-    volume_->ReleaseChunks(manifest_.chunks);
-  }
+  void Abort() override { content_.Abort(); }
 
-  uint64_t bytes_written() const override { return size_; }
+  uint64_t bytes_written() const override { return content_.size(); }
 
  private:
-  std::unique_ptr<StreamSplitter> NewSplitter() {
-    return std::make_unique<StreamSplitter>(volume_->chunker_options(), [this](ByteSpan chunk) {
-      return pipeline_ ? pipeline_->Add(chunk) : OnChunk(chunk);
-    });
+  // --- ChunkHolder: this volume's pending chunk references ---
+  Status Put(const ChunkId& id, ByteSpan data) override { return volume_->PutChunk(id, data); }
+  Status HoldStored(const ChunkId& id) override { return volume_->HoldStoredChunk(id); }
+  const std::vector<ChunkRef>* SharedChunks(FileReader& source) override {
+    auto* local = dynamic_cast<LocalFileReader*>(&source);
+    return local != nullptr && local->owner() == volume_ ? &local->chunks() : nullptr;
   }
-
-  // Ends the splitter's stream and waits until its chunks are in manifest_ and stored.
-  Status FinishChunks() {
-    Status s = splitter_->Finish();
-    if (pipeline_) {
-      Status stored = pipeline_->Drain();
-      if (s.ok()) s = stored;
-    }
-    return s;
-  }
-
-  Status OnChunk(ByteSpan chunk) { return StoreChunk(ChunkId::Of(chunk), chunk); }
-
-  Status StoreChunk(const ChunkId& id, ByteSpan chunk) {
-    // Recorded before the put so that Abort releases it even if the put fails half way.
-    manifest_.chunks.push_back({id, static_cast<uint32_t>(chunk.size())});
-    return volume_->PutChunk(id, chunk);
-  }
-
-  // References the source's chunks after the bytes written so far. The source reader's pin
-  // keeps them alive until HoldChunks makes them this writer's pending chunks.
-  Status AppendChunks(const Manifest& source) {
-    // The bytes written so far end in a chunk of their own; later writes start a new stream.
-    WEFT_RETURN_IF_ERROR(FinishChunks());
-    splitter_ = NewSplitter();
-    volume_->HoldChunks(source.chunks);
-    manifest_.chunks.insert(manifest_.chunks.end(), source.chunks.begin(), source.chunks.end());
-    size_ += source.size;
-    return OkStatus();
-  }
-
-  Status AppendOneChunk(const ChunkRef& chunk, std::optional<ByteSpan> data) {
-    if (!opts_.etag) {
-      return FailedPrecondition("AppendChunk needs WriteOptions::etag: no MD5 is computed for it");
-    }
-    if (chunk.length == 0) return InvalidArgument(path_ + ": an empty chunk");
-    // Bytes written before end in a chunk of their own; later writes start a new stream.
-    WEFT_RETURN_IF_ERROR(FinishChunks());
-    splitter_ = NewSplitter();
-    if (data) {
-      if (data->size() != chunk.length || ChunkId::Of(*data) != chunk.id) {
-        return InvalidArgument(path_ + ": chunk " + chunk.id.ShortHex() +
-                               " does not match its bytes");
-      }
-      WEFT_RETURN_IF_ERROR(OnChunk(*data));
-    } else {
-      // Recorded only once held: Abort releases exactly what was held.
-      WEFT_RETURN_IF_ERROR(volume_->HoldStoredChunk(chunk.id));
-      manifest_.chunks.push_back(chunk);
-    }
-    size_ += chunk.length;
-    return OkStatus();
-  }
-
-  Status CopyFrom(FileReader& source) {
-    constexpr uint64_t kPiece = 1 << 20;
-    const uint64_t size = source.info().size;
-    for (uint64_t off = 0; off < size;) {
-      WEFT_ASSIGN_OR_RETURN(std::string piece, source.ReadAt(off, std::min(kPiece, size - off)));
-      if (piece.empty()) {
-        return OutOfRange(source.info().path + ": ended at byte " + std::to_string(off) + " of " +
-                          std::to_string(size));
-      }
-      WEFT_RETURN_IF_ERROR(Write(AsBytes(piece)));
-      off += piece.size();
-    }
-    return OkStatus();
-  }
+  void Hold(const std::vector<ChunkRef>& chunks) override { volume_->HoldChunks(chunks); }
+  void Release(const std::vector<ChunkRef>& chunks) override { volume_->ReleaseChunks(chunks); }
 
   LocalVolume* volume_;
   RequestContext ctx_;
-  std::string path_;
-  WriteOptions opts_;
-  // Replaced after each AppendFrom: a splitter cannot continue after Finish().
-  std::unique_ptr<StreamSplitter> splitter_;
-  // Hashes what Write is given; absent when opts_.etag is set or the file outgrew
-  // opts_.md5_etag_limit.
-  std::optional<BackgroundMd5> md5_;
-  uint64_t size_ = 0;        // bytes written and appended
-  uint64_t hole_bytes_ = 0;  // of which WriteZeros
-  Manifest manifest_;
-  bool done_ = false;
-  // Stores chunks on a helper thread once the stream is large and md5_ is gone; until
-  // Drain returns, that thread owns manifest_.chunks. Declared after what its thread
-  // touches, so it is stopped first.
-  static constexpr uint64_t kPipelineFrom = 1 << 20;
-  std::unique_ptr<ChunkPipeline> pipeline_;
+  ContentWriter content_;
 };
 
 Status LocalVolume::Init() {

@@ -121,7 +121,7 @@ struct WriteOptions {
   // A file larger than this gets an ETag derived from its chunk ids ("<32 hex>-<chunks>", the
   // form S3 gives an object uploaded in parts, which clients do not take for an MD5) and no
   // MD5 of its bytes is computed: ingest spares a pass over every byte. Unset: always the MD5.
-  // Ignored when `etag` is set. Honoured by LocalVolume.
+  // Ignored when `etag` is set.
   std::optional<uint64_t> md5_etag_limit;
   // The size the caller is about to write, if it knows (a local file's stat). With
   // md5_etag_limit, an expected size over the limit decides for the chunk ETag from the first

@@ -180,126 +180,43 @@ PortalFileWriter::PortalFileWriter(HubCommitter* committer, SpokeChunks* chunks,
                                    std::string hub_path, WriteOptions opts)
     : committer_(committer),
       store_(chunks),
-      chunker_(chunker),
-      local_path_(std::move(local_path)),
       hub_path_(std::move(hub_path)),
-      opts_(std::move(opts)),
-      splitter_(NewSplitter()) {}
+      content_(std::move(local_path), chunker, std::move(opts), this) {}
 
-std::unique_ptr<StreamSplitter> PortalFileWriter::NewSplitter() {
-  return std::make_unique<StreamSplitter>(chunker_, [this](ByteSpan chunk) {
-    ChunkId id = ChunkId::Of(chunk);
-    chunks_.push_back({id, static_cast<uint32_t>(chunk.size())});
-    store_->Hold(id);
-    held_.push_back(id);
-    return store_->store().Put(id, chunk).status();
-  });
+Status PortalFileWriter::Put(const ChunkId& id, ByteSpan data) {
+  store_->Hold(id);
+  return store_->store().Put(id, data).status();
 }
 
-void PortalFileWriter::Abort() {
-  done_ = true;
-  store_->Release(held_);
-  held_.clear();
+Status PortalFileWriter::HoldStored(const ChunkId& id) {
+  store_->Hold(id);
+  return OkStatus();
 }
 
-Status PortalFileWriter::Write(ByteSpan data) {
-  WEFT_RETURN_IF_ERROR(Check());
-  if (!opts_.etag) md5_.Update(data);
-  size_ += data.size();
-  return Fail(splitter_->Write(data));
-}
-
-Status PortalFileWriter::AppendFrom(FileReader& source) {
-  WEFT_RETURN_IF_ERROR(Check());
-  if (!opts_.etag) {
-    return FailedPrecondition(
-        "AppendFrom needs WriteOptions::etag: the content's MD5 is not computed");
-  }
+const std::vector<ChunkRef>* PortalFileWriter::SharedChunks(FileReader& source) {
   auto* portal = dynamic_cast<PortalFileReader*>(&source);
-  if (portal != nullptr && portal->source() == store_) {
-    // The hub has these chunks: reference them, move no bytes.
-    WEFT_RETURN_IF_ERROR(Fail(splitter_->Finish()));
-    splitter_ = NewSplitter();
-    chunks_.insert(chunks_.end(), portal->chunks().begin(), portal->chunks().end());
-    size_ += portal->info().size;
-    return OkStatus();
-  }
-  constexpr uint64_t kPiece = 1 << 20;
-  for (uint64_t off = 0; off < source.info().size;) {
-    Result<std::string> piece = source.ReadAt(off, std::min(kPiece, source.info().size - off));
-    if (!piece.ok()) return Fail(piece.status());
-    if (piece->empty()) return Fail(OutOfRange(source.info().path + ": ended early"));
-    WEFT_RETURN_IF_ERROR(Write(AsBytes(*piece)));
-    off += piece->size();
-  }
-  return OkStatus();
+  return portal != nullptr && portal->source() == store_ ? &portal->chunks() : nullptr;
 }
 
-Status PortalFileWriter::AppendChunk(const ChunkRef& chunk, std::optional<ByteSpan> data) {
-  WEFT_RETURN_IF_ERROR(Check());
-  if (!opts_.etag) {
-    return Fail(
-        FailedPrecondition("AppendChunk needs WriteOptions::etag: no MD5 is computed for it"));
-  }
-  WEFT_RETURN_IF_ERROR(Fail(splitter_->Finish()));
-  splitter_ = NewSplitter();
-  if (data) {
-    if (data->size() != chunk.length || ChunkId::Of(*data) != chunk.id) {
-      return Fail(InvalidArgument(local_path_ + ": chunk " + chunk.id.ShortHex() +
-                                  " does not match its bytes"));
-    }
-    store_->Hold(chunk.id);
-    held_.push_back(chunk.id);
-    WEFT_RETURN_IF_ERROR(Fail(store_->store().Put(chunk.id, *data).status()));
-  }
-  chunks_.push_back(chunk);
-  size_ += chunk.length;
-  return OkStatus();
+void PortalFileWriter::Hold(const std::vector<ChunkRef>& chunks) {
+  for (const ChunkRef& c : chunks) store_->Hold(c.id);
 }
 
-Status PortalFileWriter::WriteZeros(uint64_t length) {
-  WEFT_RETURN_IF_ERROR(Check());
-  if (length == 0) return OkStatus();
-  hole_bytes_ += length;
-  if (!opts_.etag && hole_bytes_ <= kMaxHoleMd5Bytes) {
-    const std::shared_ptr<const std::string> zeros = ZeroChunkBytes(1 << 20);
-    for (uint64_t left = length; left > 0;) {
-      const size_t n = static_cast<size_t>(std::min<uint64_t>(left, zeros->size()));
-      md5_.Update(AsBytes(std::string_view(*zeros).substr(0, n)));
-      left -= n;
-    }
-  }
-  // The hub and this spoke answer zero chunks themselves: nothing to store, hold or send.
-  WEFT_RETURN_IF_ERROR(Fail(splitter_->Finish()));
-  splitter_ = NewSplitter();
-  ForEachZeroChunk(length, [&](const ChunkId& id, uint32_t n) { chunks_.push_back({id, n}); });
-  size_ += length;
-  return OkStatus();
+void PortalFileWriter::Release(const std::vector<ChunkRef>& chunks) {
+  std::vector<ChunkId> ids;
+  ids.reserve(chunks.size());
+  for (const ChunkRef& c : chunks) ids.push_back(c.id);
+  store_->Release(ids);
 }
 
 Result<FileInfo> PortalFileWriter::Commit() {
-  WEFT_RETURN_IF_ERROR(Check());
-  WEFT_RETURN_IF_ERROR(Fail(splitter_->Finish()));
-  done_ = true;
+  WEFT_ASSIGN_OR_RETURN(WrittenContent content, content_.Finish());
   // The chunks may be evicted once the hub has them (or the commit failed for good).
-  struct Unhold {
-    PortalFileWriter* w;
-    ~Unhold() {
-      w->store_->Release(w->held_);
-      w->held_.clear();
-    }
-  } unhold{this};
-  std::string etag;
-  if (opts_.etag) {
-    etag = *opts_.etag;
-  } else if (hole_bytes_ > kMaxHoleMd5Bytes) {
-    etag = ChunksEtag(chunks_);
-  } else {
-    auto digest = md5_.Finish();
-    etag = ToHex(ByteSpan(digest.data(), digest.size()));
-  }
-  WEFT_ASSIGN_OR_RETURN(FileInfo info, committer_->Commit(hub_path_, opts_, etag, chunks_));
-  info.path = local_path_;
+  Result<FileInfo> info =
+      committer_->Commit(hub_path_, content_.options(), content.etag, content.chunks);
+  Abort();
+  if (!info.ok()) return info.status();
+  info->path = content_.path();
   return info;
 }
 

@@ -19,6 +19,7 @@
 #include "fabric/internal/spoke_chunks.h"
 #include "fabric/lease_table.h"
 #include "fabric/neural_cache.h"
+#include "vfs/content_writer.h"
 #include "vfs/volume.h"
 
 namespace weft::fabric {
@@ -99,44 +100,38 @@ class HubCommitter {
   std::atomic<uint64_t> bytes_uploaded_ = 0;
 };
 
-class PortalFileWriter final : public FileWriter {
+// A spoke's writer: ContentWriter (vfs/content_writer.h) storing into the spoke's chunks,
+// held from eviction until the hub has them, then committed at the hub by HubCommitter.
+class PortalFileWriter final : public FileWriter, private ChunkHolder {
  public:
   PortalFileWriter(HubCommitter* committer, SpokeChunks* chunks, ChunkerOptions chunker,
                    std::string local_path, std::string hub_path, WriteOptions opts);
   ~PortalFileWriter() override { Abort(); }
 
-  Status Write(ByteSpan data) override;
-  Status AppendFrom(FileReader& source) override;
-  Status AppendChunk(const ChunkRef& chunk, std::optional<ByteSpan> data) override;
-  Status WriteZeros(uint64_t length) override;
+  Status Write(ByteSpan data) override { return content_.Write(data); }
+  Status AppendFrom(FileReader& source) override { return content_.AppendFrom(source); }
+  Status AppendChunk(const ChunkRef& chunk, std::optional<ByteSpan> data) override {
+    return content_.AppendChunk(chunk, data);
+  }
+  Status WriteZeros(uint64_t length) override { return content_.WriteZeros(length); }
   Result<FileInfo> Commit() override;
-  void Abort() override;
-  uint64_t bytes_written() const override { return size_; }
+  void Abort() override { content_.Abort(); }
+  uint64_t bytes_written() const override { return content_.size(); }
 
  private:
-  Status Check() const {
-    return done_ ? FailedPrecondition(local_path_ + ": writer already committed or aborted")
-                 : OkStatus();
-  }
-  Status Fail(Status s) {
-    if (!s.ok()) Abort();
-    return s;
-  }
-  std::unique_ptr<StreamSplitter> NewSplitter();
+  // --- ChunkHolder: the spoke's store, held from eviction ---
+  Status Put(const ChunkId& id, ByteSpan data) override;
+  // The hub may have it; if neither has it, the commit says so.
+  Status HoldStored(const ChunkId& id) override;
+  // Chunks a reader of this spoke read: the hub has them, so they are named, not sent.
+  const std::vector<ChunkRef>* SharedChunks(FileReader& source) override;
+  void Hold(const std::vector<ChunkRef>& chunks) override;
+  void Release(const std::vector<ChunkRef>& chunks) override;
 
   HubCommitter* const committer_;
   SpokeChunks* const store_;
-  const ChunkerOptions chunker_;
-  std::string local_path_;
   std::string hub_path_;
-  WriteOptions opts_;
-  std::unique_ptr<StreamSplitter> splitter_;
-  Md5Hasher md5_;
-  uint64_t hole_bytes_ = 0;  // written by WriteZeros; past kMaxHoleMd5Bytes, no MD5
-  std::vector<ChunkRef> chunks_;
-  std::vector<ChunkId> held_;  // stored here, kept from eviction until the commit is done
-  uint64_t size_ = 0;
-  bool done_ = false;
+  ContentWriter content_;  // last: its destructor releases through this holder
 };
 
 }  // namespace weft::fabric

@@ -143,6 +143,12 @@ class NeuralCacheImpl final : public NeuralCache {
     for (std::thread& t : workers_) t.join();
   }
 
+  bool Prefetching(const std::string& path) override {
+    std::lock_guard lock(mu_);
+    std::optional<uint64_t> file = catalog_.FindPath(path);
+    return file && in_flight_.contains(cache::ItemKey(*file, 0));
+  }
+
   void OnRead(uint32_t job, const FileInfo& info, uint32_t first_block, uint32_t last_block,
               const BlockChunks& chunks_of) override {
     std::vector<std::pair<Key, std::vector<ChunkId>>> to_hold;

@@ -116,6 +116,9 @@ class NeuralCache {
   // Files listed in `dir` (local), for experts that look at directories.
   virtual void OnListing(const std::string& dir, const std::vector<FileInfo>& files) = 0;
   virtual Result<HintResult> Hint(const HintRequest& hint) = 0;
+  // Whether a prefetch of `path` (local; its first block, as last seen) is on the way: a
+  // reader opening it should not have the hub send its bytes a second time with the lookup.
+  virtual bool Prefetching(const std::string& path) = 0;
 
   virtual nlohmann::json StatsJson() const = 0;
   // Prometheus text lines (weft_cache_*).

@@ -235,7 +235,10 @@ class PortalVolumeImpl final : public PortalVolume, private DataStore {
                                                  const ReadOptions& opts) override {
     WEFT_ASSIGN_OR_RETURN(Mapped m, paths_.Map(path));
     if (m.virtual_dir) return IsADirectory(m.local + ": is a directory");
-    WEFT_ASSIGN_OR_RETURN(Resolved r, metadata_.Resolve(m, opts.snapshot, /*for_read=*/true));
+    // A small file's bytes come with its lookup, unless a prefetch is bringing them already
+    // (the read then waits for it).
+    const bool with_bytes = !neural_ || opts.snapshot || !neural_->Prefetching(m.local);
+    WEFT_ASSIGN_OR_RETURN(Resolved r, metadata_.Resolve(m, opts.snapshot, with_bytes));
     CachedLookup& l = r.lookup;
     if (!l.status.ok()) return Status(l.status.code(), m.local + ": " + StripPath(l.status));
     if (l.info.type == FileType::kDirectory) return IsADirectory(m.local + ": is a directory");

@@ -387,6 +387,10 @@ std::vector<Result<Resolved>> SpokeMetadata::ResolveAll(const std::vector<std::s
         }
         result.info = std::move(*info);
         result.chunks = std::move(*chunks);
+        // Prefetched files too: a lookup after this lease lapsed names what the spoke holds.
+        if (result.info.type == FileType::kFile) {
+          chunks_->Remember(resolved[i].fetch_path, result.info.version_id, result.chunks);
+        }
       }
       cache_.InstallLookup(tickets[k - start], one.value("lease_ms", int64_t{0}), Now(),
                            resolved[i].fetch_path, result);

@@ -565,10 +565,11 @@ int RunWeft(int argc, char** argv, const VolumeOpener& opener, int in_fd, FILE* 
         "See a spoke and NeuralCache at work, on this machine, in about a minute: starts a hub,\n"
         "a WAN emulator and a spoke behind it, writes an image-like dataset at the hub, and\n"
         "reads shuffled epochs of it through the spoke as a PyTorch DataLoader would (workers\n"
-        "fetching batches ahead, a fixed compute time per batch). Prints per epoch the\n"
-        "accelerator utilisation (compute time / wall time), the cache hit ratio, the bytes\n"
-        "that crossed the WAN and the prefetches each expert got right. Cleans up after itself.",
-        "weft demo --epochs 3 --delay-ms 20 --rate-mbit 500");
+        "fetching batches ahead, a fixed compute time per batch; --ranks for a distributed\n"
+        "job). Prints per epoch the accelerator utilisation (compute time / wall time), the\n"
+        "cache hit ratio, the bytes that crossed the WAN, the read latency and the prefetches\n"
+        "each expert got right. Cleans up after itself.",
+        "weft demo --epochs 3 --delay-ms 20 --rate-mbit 500\n  weft demo --ranks 4 --epochs 4");
     demo_cmd->add_option("--files", demo.files, "Files in the dataset")->capture_default_str();
     demo_cmd->add_option("--mean-kb", demo.mean_kb, "Mean file size in KB (log-normal)")
         ->capture_default_str();
@@ -576,7 +577,13 @@ int RunWeft(int argc, char** argv, const VolumeOpener& opener, int in_fd, FILE* 
     demo_cmd->add_option("--batch", demo.batch, "Files per batch")->capture_default_str();
     demo_cmd->add_option("--compute-ms", demo.compute_ms, "Emulated compute per batch")
         ->capture_default_str();
-    demo_cmd->add_option("--workers", demo.workers, "Loader workers")->capture_default_str();
+    demo_cmd->add_option("--workers", demo.workers, "Loader workers per rank")
+        ->capture_default_str();
+    demo_cmd
+        ->add_option("--ranks", demo.ranks,
+                     "Ranks of the job (DistributedSampler shares, stepping together; each\n"
+                     "computes --compute-ms x ranks per batch, so the job's pace stays the same)")
+        ->capture_default_str();
     demo_cmd->add_option("--delay-ms", demo.delay_ms, "WAN one-way delay")->capture_default_str();
     demo_cmd->add_option("--rate-mbit", demo.rate_mbit, "WAN rate")->capture_default_str();
     demo_cmd->add_option("--cache-size", demo.cache_size,

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <barrier>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
@@ -306,70 +307,110 @@ uint64_t WanBytes(const std::string& line) {
 
 struct EpochResult {
   double seconds = 0;
-  double compute_seconds = 0;
+  double compute_seconds = 0;  // per rank (they step together)
   uint64_t bytes = 0;
+  std::vector<double> read_ms;  // each GET
 };
 
-// One epoch the way a PyTorch DataLoader reads it: `workers` threads each build whole batches
-// (items one after another), at most 2 batches ahead per worker (prefetch_factor), while the
-// main thread "computes" on each batch in order.
-Result<EpochResult> RunEpoch(const std::vector<std::string>& order, const DemoOptions& o,
+// One epoch of a job of `shares.size()` ranks, each read the way a PyTorch DataLoader reads:
+// `workers` threads per rank build whole batches (items one after another), at most 2 batches
+// ahead per worker (prefetch_factor), while the rank's training loop "computes" on each batch
+// in order. The ranks step together, as DDP's all-reduce makes them: no rank starts its next
+// step before every rank finished this one. `readers` holds one client per rank and worker.
+Result<EpochResult> RunEpoch(const std::vector<std::vector<std::string>>& shares,
+                             const DemoOptions& o,
                              std::vector<std::unique_ptr<S3Reader>>& readers) {
-  const size_t batches = (order.size() + o.batch - 1) / o.batch;
+  const size_t ranks = shares.size();
+  const size_t batches = (shares[0].size() + o.batch - 1) / o.batch;  // equal shares
+  // Each rank computes its batch in compute_ms x ranks: the job's throughput is the same
+  // whatever the number of ranks.
+  const auto compute = std::chrono::microseconds(static_cast<int64_t>(o.compute_ms * 1e3 * ranks));
+  struct Rank {
+    std::vector<bool> ready;
+    size_t consumed = 0;
+  };
+  std::vector<Rank> rank_state(ranks);
+  for (Rank& r : rank_state) r.ready.assign(batches, false);
   std::mutex mu;
   std::condition_variable cv;
-  std::vector<bool> ready(batches, false);
-  size_t consumed = 0;
   Status failed;
   std::atomic<uint64_t> bytes = 0;
+  std::vector<double> read_ms;  // GUARDED_BY(mu)
   const size_t ahead = 2 * o.workers;
   std::vector<std::thread> threads;
   const auto start = Clock::now();
-  for (uint32_t w = 0; w < o.workers; ++w) {
-    threads.emplace_back([&, w] {
-      for (size_t b = w; b < batches; b += o.workers) {
-        {
-          std::unique_lock lock(mu);
-          cv.wait(lock, [&] { return b < consumed + ahead || !failed.ok(); });
-          if (!failed.ok()) return;
-        }
-        for (size_t i = b * o.batch; i < std::min(order.size(), (b + 1) * o.batch); ++i) {
-          Result<uint64_t> got = readers[w]->Get(order[i]);
-          if (!got.ok()) {
-            std::lock_guard lock(mu);
-            failed = got.status();
-            cv.notify_all();
-            return;
+  for (size_t rank = 0; rank < ranks; ++rank) {
+    for (uint32_t w = 0; w < o.workers; ++w) {
+      threads.emplace_back([&, rank, w] {
+        Rank& me = rank_state[rank];
+        const std::vector<std::string>& order = shares[rank];
+        std::vector<double> mine;
+        for (size_t b = w; b < batches; b += o.workers) {
+          {
+            std::unique_lock lock(mu);
+            cv.wait(lock, [&] { return b < me.consumed + ahead || !failed.ok(); });
+            if (!failed.ok()) break;
           }
-          bytes += *got;
+          for (size_t i = b * o.batch; i < std::min(order.size(), (b + 1) * o.batch); ++i) {
+            const auto t0 = Clock::now();
+            Result<uint64_t> got = readers[rank * o.workers + w]->Get(order[i]);
+            mine.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+            if (!got.ok()) {
+              std::lock_guard lock(mu);
+              if (failed.ok()) failed = got.status();
+              cv.notify_all();
+              return;
+            }
+            bytes += *got;
+          }
+          std::lock_guard lock(mu);
+          me.ready[b] = true;
+          cv.notify_all();
         }
         std::lock_guard lock(mu);
-        ready[b] = true;
+        read_ms.insert(read_ms.end(), mine.begin(), mine.end());
+      });
+    }
+  }
+  std::barrier step(static_cast<std::ptrdiff_t>(ranks));
+  std::vector<std::thread> loops;
+  for (size_t rank = 0; rank < ranks; ++rank) {
+    loops.emplace_back([&, rank] {
+      Rank& me = rank_state[rank];
+      for (size_t b = 0; b < batches; ++b) {
+        bool ok = true;
+        {
+          std::unique_lock lock(mu);
+          cv.wait(lock, [&] { return me.ready[b] || !failed.ok(); });
+          ok = failed.ok();
+        }
+        if (ok) std::this_thread::sleep_for(compute);
+        step.arrive_and_wait();  // every rank arrives every step, even after a failure
+        std::lock_guard lock(mu);
+        me.consumed = b + 1;
         cv.notify_all();
       }
     });
   }
-  double compute = 0;
-  for (size_t b = 0; b < batches; ++b) {
-    {
-      std::unique_lock lock(mu);
-      cv.wait(lock, [&] { return ready[b] || !failed.ok(); });
-      if (!failed.ok()) break;
-    }
-    std::this_thread::sleep_for(
-        std::chrono::microseconds(static_cast<int64_t>(o.compute_ms * 1e3)));
-    compute += o.compute_ms / 1e3;
-    std::lock_guard lock(mu);
-    consumed = b + 1;
-    cv.notify_all();
-  }
+  for (std::thread& t : loops) t.join();
   for (std::thread& t : threads) t.join();
   WEFT_RETURN_IF_ERROR(failed);
   EpochResult r;
   r.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  r.compute_seconds = compute;
+  r.compute_seconds = std::chrono::duration<double>(compute).count() * batches;
   r.bytes = bytes;
+  r.read_ms = std::move(read_ms);
   return r;
+}
+
+// Rank `rank`'s share of `index` as DistributedSampler deals it: padded with the first
+// indices to a multiple of the ranks, then every ranks-th from `rank`.
+std::vector<std::string> Share(const std::vector<uint64_t>& index, const Dataset& data,
+                               uint32_t rank, uint32_t ranks) {
+  const size_t total = (index.size() + ranks - 1) / ranks * ranks;
+  std::vector<std::string> share;
+  for (size_t i = rank; i < total; i += ranks) share.push_back(data.paths[index[i % index.size()]]);
+  return share;
 }
 
 std::string Mb(uint64_t bytes) {
@@ -448,35 +489,44 @@ Status Demo(CommandEnv& env, const DemoOptions& o, const std::string& dir) {
   std::fprintf(out,
                "weft demo: hub %s, WAN link %s (%g ms round trip, %g Mbit/s), spoke %s\n"
                "weft demo: %zu files, %s; spoke cache %s (%s policy, prefetch: %s, hints %s)\n"
-               "weft demo: %u loader workers, batches of %u, %g ms of compute per batch\n\n",
+               "weft demo: %u rank%s stepping together, %u loader workers each, batches of %u, "
+               "%g ms of compute per batch of the job\n\n",
                hub_url.c_str(), wan_addr.c_str(), 2 * o.delay_ms, o.rate_mbit, spoke_url.c_str(),
                data.paths.size(), Mb(data.bytes).c_str(), Mb(cache_bytes).c_str(), o.policy.c_str(),
-               o.prefetch.c_str(), o.hints ? "on" : "off", o.workers, o.batch, o.compute_ms);
+               o.prefetch.c_str(), o.hints ? "on" : "off", o.ranks, o.ranks == 1 ? "" : "s",
+               o.workers, o.batch, o.compute_ms);
   std::fflush(out);
 
   std::vector<std::unique_ptr<S3Reader>> readers;
-  for (uint32_t w = 0; w < o.workers; ++w) {
+  for (uint32_t w = 0; w < o.ranks * o.workers; ++w) {
     WEFT_ASSIGN_OR_RETURN(auto r, S3Reader::Open(spoke_url, key, secret));
     readers.push_back(std::move(r));
   }
   WEFT_ASSIGN_OR_RETURN(auto rest, RestClient::Open(spoke_url, key, secret));
   const bool cache_on = o.policy != "off";
 
-  std::fprintf(out, "%-6s %8s %6s %6s %10s %11s %8s  %s\n", "epoch", "time", "util", "hits",
-               "WAN bytes", "prefetched", "wasted", "useful prefetches by expert");
+  std::fprintf(out, "%-6s %8s %6s %6s %10s %11s %8s %14s  %s\n", "epoch", "time", "util", "hits",
+               "WAN bytes", "prefetched", "wasted", "read mean/p99", "useful prefetches by expert");
   json before = cache_on ? rest->Call("GET", "cache").value_or(json()) : json();
   uint64_t wan_before = 0;
   for (uint32_t epoch = 1; epoch <= o.epochs; ++epoch) {
     std::vector<uint64_t> index = fabric::PermutationOrder(data.paths.size(), o.seed + epoch);
-    std::vector<std::string> order;
-    for (uint64_t i : index) order.push_back(data.paths[i]);
-    if (o.hints && cache_on && o.prefetch != "none") {
-      json paths = json::array();
-      for (const std::string& p : order) paths.push_back(p);
-      WEFT_RETURN_IF_ERROR(
-          rest->Call("POST", "cache/hints", {{"dataset", "/data"}, {"paths", paths}}).status());
+    std::vector<std::vector<std::string>> shares;
+    for (uint32_t rank = 0; rank < o.ranks; ++rank) {
+      shares.push_back(Share(index, data, rank, o.ranks));
+      // Each rank declares its own share, as weft.torch.HintingSampler does.
+      if (o.hints && cache_on && o.prefetch != "none") {
+        json paths = json::array();
+        for (const std::string& p : shares.back()) paths.push_back(p);
+        WEFT_RETURN_IF_ERROR(rest->Call("POST", "cache/hints",
+                                        {{"dataset", "/data"},
+                                         {"paths", paths},
+                                         {"rank", rank},
+                                         {"world_size", o.ranks}})
+                                 .status());
+      }
     }
-    WEFT_ASSIGN_OR_RETURN(EpochResult r, RunEpoch(order, o, readers));
+    WEFT_ASSIGN_OR_RETURN(EpochResult r, RunEpoch(shares, o, readers));
     wan->Signal(SIGHUP);
     WEFT_ASSIGN_OR_RETURN(std::string bytes_line,
                           wan->WaitForLine("weft: bytes upstream", std::chrono::seconds(10)));
@@ -509,21 +559,29 @@ Status Demo(CommandEnv& env, const DemoOptions& o, const std::string& dir) {
       }
       if (experts.empty()) experts = "-";
     }
-    char util[16], hit[16], secs[16];
+    char util[16], hit[16], secs[16], latency[32];
     std::snprintf(secs, sizeof secs, "%.1f s", r.seconds);
+    std::sort(r.read_ms.begin(), r.read_ms.end());
+    double mean = 0;
+    for (double ms : r.read_ms) mean += ms;
+    mean /= std::max<size_t>(1, r.read_ms.size());
+    const double p99 = r.read_ms.empty() ? 0 : r.read_ms[r.read_ms.size() * 99 / 100];
+    std::snprintf(latency, sizeof latency, "%.2f/%.1f ms", mean, p99);
     std::snprintf(util, sizeof util, "%.0f %%", 100 * r.compute_seconds / r.seconds);
     std::snprintf(hit, sizeof hit, "%.0f %%", reads ? 100.0 * hits / reads : 0.0);
-    std::fprintf(out, "%-6u %8s %6s %6s %10s %11s %8s  %s\n", epoch, secs, util,
+    std::fprintf(out, "%-6u %8s %6s %6s %10s %11s %8s %14s  %s\n", epoch, secs, util,
                  cache_on ? hit : "-", Mb(wan_now - wan_before).c_str(), Mb(prefetched).c_str(),
-                 Mb(wasted).c_str(), experts.c_str());
+                 Mb(wasted).c_str(), latency, experts.c_str());
     std::fflush(out);
     before = after;
     wan_before = wan_now;
   }
-  std::fprintf(out,
-               "\nutil: compute time / wall time (MLPerf Storage's accelerator utilisation).\n"
-               "Try --no-hints, --cache-policy lru --prefetch none, or --cache-size 40M to see\n"
-               "what each part of NeuralCache contributes; `weft cache stats` shows a spoke's.\n");
+  std::fprintf(
+      out,
+      "\nutil: compute time / wall time (MLPerf Storage's accelerator utilisation); read:\n"
+      "each S3 GET through the spoke, as the loader workers timed it.\n"
+      "Try --no-hints, --cache-policy lru --prefetch none, or --cache-size 40M to see\n"
+      "what each part of NeuralCache contributes; `weft cache stats` shows a spoke's.\n");
   readers.clear();
   rest.reset();
   spoke->Stop();
@@ -535,9 +593,13 @@ Status Demo(CommandEnv& env, const DemoOptions& o, const std::string& dir) {
 }  // namespace
 
 int RunDemo(CommandEnv& env, const DemoOptions& o) {
-  if (o.files == 0 || o.epochs == 0 || o.batch == 0 || o.workers == 0 || o.classes == 0) {
-    return env.UsageError("demo",
-                          "--files, --epochs, --batch, --workers and --classes must be > 0");
+  if (o.files == 0 || o.epochs == 0 || o.batch == 0 || o.workers == 0 || o.classes == 0 ||
+      o.ranks == 0) {
+    return env.UsageError(
+        "demo", "--files, --epochs, --batch, --workers, --ranks and --classes must be > 0");
+  }
+  if (o.ranks > 64 || o.ranks * o.workers > 256) {
+    return env.UsageError("demo", "at most 64 ranks and 256 loader workers in all");
   }
   std::string dir = o.dir;
   std::error_code ec;

@@ -1,9 +1,10 @@
 // `weft demo`: a newcomer's first look at a spoke. It starts a hub, a WAN emulator and a spoke
 // (child processes of this binary, on loopback), writes a small image-like dataset at the hub,
 // and reads shuffled epochs of it through the spoke the way a PyTorch DataLoader would
-// (workers fetching whole batches ahead, a fixed compute time per batch), printing per epoch
-// the accelerator utilisation, the cache hit ratio, the bytes that crossed the WAN and what
-// NeuralCache's prefetch experts contributed. It removes everything it made when it ends.
+// (workers fetching whole batches ahead, a fixed compute time per batch; with --ranks, the
+// ranks of one job stepping together), printing per epoch the accelerator utilisation, the
+// cache hit ratio, the bytes that crossed the WAN, the read latency and what NeuralCache's
+// prefetch experts contributed. It removes everything it made when it ends.
 #pragma once
 
 #include <cstdint>
@@ -20,7 +21,8 @@ struct DemoOptions {
   uint32_t epochs = 3;
   uint32_t batch = 64;
   double compute_ms = 103;  // per batch: ResNet-50 on an H100 (DLIO)
-  uint32_t workers = 4;
+  uint32_t workers = 4;     // per rank
+  uint32_t ranks = 1;    // of one job, stepping together; each reads its DistributedSampler share
   double delay_ms = 20;  // one way
   double rate_mbit = 500;
   std::string cache_size;  // empty: 60 % of the dataset

@@ -173,6 +173,23 @@ class CommandsTest(WeftTestCase):
         self.assertIn("hints", out)
         self.assertEqual(os.listdir(tmpdir), [])  # nothing left behind
 
+    def test_demo_runs_a_job_of_several_ranks(self):
+        proc = subprocess.run([self.bin, "demo", "--files", "120", "--epochs", "2", "--batch",
+                               "8", "--compute-ms", "5", "--delay-ms", "5", "--ranks", "3",
+                               "--workers", "2"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300)
+        out = proc.stdout.decode()
+        self.assertEqual(proc.returncode, 0, out + proc.stderr.decode())
+        self.assertIn("3 ranks stepping together, 2 loader workers each", out)
+        rows = [line.split() for line in out.splitlines()
+                if line[:1].isdigit() and "%" in line]
+        self.assertEqual([r[0] for r in rows], ["1", "2"], out)
+        self.assertGreater(int(rows[1][5]), 50, out)  # each rank's share hinted and served
+        self.assertRegex(out, r"\d+\.\d\d/\d+\.\d ms")  # read latency per epoch
+        bad = subprocess.run([self.bin, "demo", "--ranks", "0"], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE)
+        self.assertEqual(bad.returncode, 2)
+
     def test_cache_sim_compares_policies_with_belady_on_a_generated_trace(self):
         trace = self.path("w1.trace")
         subprocess.run([self.bin, "cache-trace", "--workload", "w1", "--files", "500",

@@ -574,15 +574,16 @@ int RunWeft(int argc, char** argv, const VolumeOpener& opener, int in_fd, FILE* 
     demo_cmd->add_option("--mean-kb", demo.mean_kb, "Mean file size in KB (log-normal)")
         ->capture_default_str();
     demo_cmd->add_option("--epochs", demo.epochs, "Shuffled epochs to read")->capture_default_str();
-    demo_cmd->add_option("--batch", demo.batch, "Files per batch")->capture_default_str();
-    demo_cmd->add_option("--compute-ms", demo.compute_ms, "Emulated compute per batch")
+    demo_cmd->add_option("--batch", demo.batch, "Files per step of the job (all ranks)")
+        ->capture_default_str();
+    demo_cmd->add_option("--compute-ms", demo.compute_ms, "Emulated compute per step")
         ->capture_default_str();
     demo_cmd->add_option("--workers", demo.workers, "Loader workers per rank")
         ->capture_default_str();
     demo_cmd
         ->add_option("--ranks", demo.ranks,
-                     "Ranks of the job (DistributedSampler shares, stepping together; each\n"
-                     "computes --compute-ms x ranks per batch, so the job's pace stays the same)")
+                     "Ranks of the job (DistributedSampler shares, stepping together; --batch\n"
+                     "is split over them, so the job's pace stays the same)")
         ->capture_default_str();
     demo_cmd->add_option("--delay-ms", demo.delay_ms, "WAN one-way delay")->capture_default_str();
     demo_cmd->add_option("--rate-mbit", demo.rate_mbit, "WAN rate")->capture_default_str();

@@ -321,10 +321,11 @@ Result<EpochResult> RunEpoch(const std::vector<std::vector<std::string>>& shares
                              const DemoOptions& o,
                              std::vector<std::unique_ptr<S3Reader>>& readers) {
   const size_t ranks = shares.size();
-  const size_t batches = (shares[0].size() + o.batch - 1) / o.batch;  // equal shares
-  // Each rank computes its batch in compute_ms x ranks: the job's throughput is the same
-  // whatever the number of ranks.
-  const auto compute = std::chrono::microseconds(static_cast<int64_t>(o.compute_ms * 1e3 * ranks));
+  // --batch is the job's (global) batch, split over the ranks, and each step still computes
+  // for compute_ms: the job asks the same throughput, in as many steps, whatever the ranks.
+  const size_t batch = (o.batch + ranks - 1) / ranks;
+  const size_t batches = (shares[0].size() + batch - 1) / batch;  // equal shares
+  const auto compute = std::chrono::microseconds(static_cast<int64_t>(o.compute_ms * 1e3));
   struct Rank {
     std::vector<bool> ready;
     size_t consumed = 0;
@@ -351,7 +352,7 @@ Result<EpochResult> RunEpoch(const std::vector<std::vector<std::string>>& shares
             cv.wait(lock, [&] { return b < me.consumed + ahead || !failed.ok(); });
             if (!failed.ok()) break;
           }
-          for (size_t i = b * o.batch; i < std::min(order.size(), (b + 1) * o.batch); ++i) {
+          for (size_t i = b * batch; i < std::min(order.size(), (b + 1) * batch); ++i) {
             const auto t0 = Clock::now();
             Result<uint64_t> got = readers[rank * o.workers + w]->Get(order[i]);
             mine.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
@@ -489,8 +490,8 @@ Status Demo(CommandEnv& env, const DemoOptions& o, const std::string& dir) {
   std::fprintf(out,
                "weft demo: hub %s, WAN link %s (%g ms round trip, %g Mbit/s), spoke %s\n"
                "weft demo: %zu files, %s; spoke cache %s (%s policy, prefetch: %s, hints %s)\n"
-               "weft demo: %u rank%s stepping together, %u loader workers each, batches of %u, "
-               "%g ms of compute per batch of the job\n\n",
+               "weft demo: %u rank%s stepping together, %u loader workers each; batches of %u "
+               "(the job's, split over its ranks), %g ms of compute per step\n\n",
                hub_url.c_str(), wan_addr.c_str(), 2 * o.delay_ms, o.rate_mbit, spoke_url.c_str(),
                data.paths.size(), Mb(data.bytes).c_str(), Mb(cache_bytes).c_str(), o.policy.c_str(),
                o.prefetch.c_str(), o.hints ? "on" : "off", o.ranks, o.ranks == 1 ? "" : "s",
@@ -511,19 +512,29 @@ Status Demo(CommandEnv& env, const DemoOptions& o, const std::string& dir) {
   uint64_t wan_before = 0;
   for (uint32_t epoch = 1; epoch <= o.epochs; ++epoch) {
     std::vector<uint64_t> index = fabric::PermutationOrder(data.paths.size(), o.seed + epoch);
+    std::vector<uint64_t> next = fabric::PermutationOrder(data.paths.size(), o.seed + epoch + 1);
     std::vector<std::vector<std::string>> shares;
     for (uint32_t rank = 0; rank < o.ranks; ++rank) {
       shares.push_back(Share(index, data, rank, o.ranks));
-      // Each rank declares its own share, as weft.torch.HintingSampler does.
+      // Each rank declares its own share, and the next epoch's appended, as
+      // weft.torch.HintingSampler does: the next epoch's head is fetched while this one ends.
       if (o.hints && cache_on && o.prefetch != "none") {
-        json paths = json::array();
-        for (const std::string& p : shares.back()) paths.push_back(p);
-        WEFT_RETURN_IF_ERROR(rest->Call("POST", "cache/hints",
-                                        {{"dataset", "/data"},
-                                         {"paths", paths},
-                                         {"rank", rank},
-                                         {"world_size", o.ranks}})
-                                 .status());
+        auto declare = [&](const std::vector<std::string>& share, bool append) {
+          json paths = json::array();
+          for (const std::string& p : share) paths.push_back(p);
+          return rest
+              ->Call("POST", "cache/hints",
+                     {{"dataset", "/data"},
+                      {"paths", paths},
+                      {"rank", rank},
+                      {"world_size", o.ranks},
+                      {"append", append}})
+              .status();
+        };
+        WEFT_RETURN_IF_ERROR(declare(shares.back(), false));
+        if (epoch < o.epochs) {
+          WEFT_RETURN_IF_ERROR(declare(Share(next, data, rank, o.ranks), true));
+        }
       }
     }
     WEFT_ASSIGN_OR_RETURN(EpochResult r, RunEpoch(shares, o, readers));

@@ -582,6 +582,28 @@ TEST_P(FabricTest, SpokesAreAuthorisedAsTheirHubUser) {
   EXPECT_TRUE((*spoke)->SetAttr(ctx_, "/eu/ok", touch).ok());
 }
 
+// POSIX names may hold any byte but NUL and '/'; the fabric's JSON carries UTF-8 only
+// (wire.h: DumpJson). Such names must list, read, write and rename exactly, and not crash
+// either side.
+TEST_P(FabricTest, NamesThatAreNotUtf8CrossExactly) {
+  const std::string latin1 = "/data/caf\xe9.jpg";
+  const std::string raw = std::string("/data/\xff\xfe", 8);
+  const std::string data = RandomBytes(50'000, 31);
+  ASSERT_TRUE(Put(hub_.volume(), latin1, data).ok());
+  auto spoke = OpenSpoke(hub_, {"/data"});
+  ASSERT_TRUE(spoke.ok());
+  auto listed = (*spoke)->ReadDir(ctx_, "/data", {});
+  ASSERT_TRUE(listed.ok()) << listed.status().ToString();
+  ASSERT_EQ(listed->entries.size(), 1u);
+  EXPECT_EQ(listed->entries[0].name, "caf\xe9.jpg");
+  EXPECT_EQ(*Get(**spoke, latin1), data);
+  ASSERT_TRUE(Put(**spoke, raw, "written at the spoke").ok());
+  EXPECT_EQ(*Get(hub_.volume(), raw), "written at the spoke");
+  ASSERT_TRUE((*spoke)->Rename(ctx_, raw, "/data/renamed").ok());
+  EXPECT_EQ(*Get(hub_.volume(), "/data/renamed"), "written at the spoke");
+  EXPECT_EQ((*spoke)->Stat(ctx_, raw).status().code(), StatusCode::kNotFound);
+}
+
 TEST_P(FabricTest, ResidentDirectoriesNeverReachOtherSites) {
   ASSERT_TRUE(hub_.volume().Mkdir(ctx_, "/data/eu").ok());
   const std::string secret = RandomBytes(100'000, 9);

@@ -67,11 +67,11 @@ Result<std::string> HubClient::Token(net::HttpClient& client, bool renew) {
                {"secret_access_key", options_.secret_access_key}};
   WEFT_ASSIGN_OR_RETURN(net::HttpResponse r,
                         client.Send("POST", std::string(kFabricPrefix) + "token",
-                                    {{"Content-Type", "application/json"}}, body.dump()));
+                                    {{"Content-Type", "application/json"}}, DumpJson(body)));
   auto parsed = ParseJson(r.body);
   if (r.status != 200 || !parsed.ok() || !parsed->contains("token")) {
     std::string why =
-        parsed.ok() && parsed->contains("error") ? parsed->at("error").dump() : r.body;
+        parsed.ok() && parsed->contains("error") ? DumpJson(parsed->at("error")) : r.body;
     return PermissionDenied("the hub " + options_.hub_url +
                             " refused the spoke's credentials: " + why.substr(0, 200));
   }
@@ -141,7 +141,7 @@ Result<net::HttpResponse> HubClient::Send(const std::string& op, const std::stri
 
 Result<std::chrono::milliseconds> HubClient::Attach(const AttachRequest& request) {
   json args = {{"site", request.site}, {"tags", request.tags}, {"portals", request.portals}};
-  WEFT_ASSIGN_OR_RETURN(net::HttpResponse r, Send("attach", "application/json", args.dump()));
+  WEFT_ASSIGN_OR_RETURN(net::HttpResponse r, Send("attach", "application/json", DumpJson(args)));
   WEFT_ASSIGN_OR_RETURN(json reply, ParseJson(r.body));
   if (reply.contains("error")) return StatusFromJson(reply.at("error"));
   if (!reply.contains("spoke") || !reply.contains("lease_ms")) {
@@ -191,7 +191,7 @@ Result<json> HubClient::Call(const std::string& op, json args, json* error_body,
                              std::string* frames) {
   return WithSpokeId([&](const std::string& id) -> Result<json> {
     args["spoke"] = id;
-    WEFT_ASSIGN_OR_RETURN(net::HttpResponse r, Send(op, "application/json", args.dump()));
+    WEFT_ASSIGN_OR_RETURN(net::HttpResponse r, Send(op, "application/json", DumpJson(args)));
     std::string_view body = r.body;
     const bool framed = r.status == 200 && r.Header("Content-Type") == kFramedContentType;
     uint32_t head = 0;
@@ -235,7 +235,7 @@ Result<std::string> HubClient::CallFramed(const std::string& op, json header,
                                           std::string_view payload) {
   return WithSpokeId([&](const std::string& id) -> Result<std::string> {
     header["spoke"] = id;
-    std::string head = header.dump();
+    std::string head = DumpJson(header);
     std::string body;
     body.reserve(4 + head.size() + payload.size());
     PutBigEndian32(&body, static_cast<uint32_t>(head.size()));
@@ -250,7 +250,7 @@ Result<std::string> HubClient::CallFramed(const std::string& op, json header,
 Result<std::string> HubClient::CallBinary(const std::string& op, json args) {
   return WithSpokeId([&](const std::string& id) -> Result<std::string> {
     args["spoke"] = id;
-    WEFT_ASSIGN_OR_RETURN(net::HttpResponse r, Send(op, "application/json", args.dump()));
+    WEFT_ASSIGN_OR_RETURN(net::HttpResponse r, Send(op, "application/json", DumpJson(args)));
     WEFT_ASSIGN_OR_RETURN(std::string bytes, BinaryAnswer(std::move(r)));
     std::lock_guard lock(mu_);
     bytes_received_ += bytes.size();

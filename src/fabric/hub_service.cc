@@ -129,7 +129,7 @@ void HubService::Handle(const net::HttpRequest& request, net::BodyReader& body,
     return;
   }
   if (s.ok() && call.frames_reply) {
-    const std::string head = call.reply.dump(-1, ' ', false, json::error_handler_t::replace);
+    const std::string head = DumpJson(call.reply);
     std::string framed;
     PutBigEndian32(&framed, static_cast<uint32_t>(head.size()));
     framed += head;
@@ -141,8 +141,7 @@ void HubService::Handle(const net::HttpRequest& request, net::BodyReader& body,
   if (!s.ok()) call.reply["error"] = StatusToJson(s);
   std::vector<net::HttpHeader> headers = {{"Content-Type", "application/json"}};
   if (status == 401) headers.push_back({"WWW-Authenticate", "Bearer realm=\"weft\""});
-  (void)response.Send(status, headers,
-                      call.reply.dump(-1, ' ', false, json::error_handler_t::replace));
+  (void)response.Send(status, headers, DumpJson(call.reply));
 }
 
 Status HubService::Dispatch(Call& call) {

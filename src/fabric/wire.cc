@@ -3,6 +3,7 @@
 #include <zstd.h>
 
 #include "base/bytes.h"
+#include "base/utf8.h"
 #include "chunk/codec.h"
 
 namespace weft::fabric {
@@ -230,10 +231,83 @@ Result<UsageInfo> UsageFromJson(const json& j) {
   });
 }
 
+namespace {
+
+// A string that is not UTF-8 becomes {"$bytes": hex}. So that no real object can look like
+// one, object keys starting with '$' (attribute names are free-form) gain another '$'.
+constexpr const char* kBytesKey = "$bytes";
+
+bool NeedsEncoding(const json& j) {
+  if (j.is_string()) return !IsValidUtf8(j.get_ref<const std::string&>());
+  if (j.is_object()) {
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      if (it.key().starts_with('$') || NeedsEncoding(it.value())) return true;
+    }
+  } else if (j.is_array()) {
+    for (const json& v : j) {
+      if (NeedsEncoding(v)) return true;
+    }
+  }
+  return false;
+}
+
+json Encode(const json& j) {
+  if (j.is_string()) {
+    const std::string& s = j.get_ref<const std::string&>();
+    if (IsValidUtf8(s)) return j;
+    return json{{kBytesKey, ToHex(AsBytes(s))}};
+  }
+  if (j.is_object()) {
+    json out = json::object();
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      out[it.key().starts_with('$') ? "$" + it.key() : it.key()] = Encode(it.value());
+    }
+    return out;
+  }
+  if (j.is_array()) {
+    json out = json::array();
+    for (const json& v : j) out.push_back(Encode(v));
+    return out;
+  }
+  return j;
+}
+
+// Undoes Encode, in place.
+Status Decode(json* j) {
+  if (j->is_object()) {
+    if (j->size() == 1 && j->contains(kBytesKey)) {
+      const json& hex = (*j)[kBytesKey];
+      std::optional<std::string> bytes =
+          hex.is_string() ? FromHex(hex.get_ref<const std::string&>()) : std::nullopt;
+      if (!bytes) return InvalidArgument("a malformed \"$bytes\" string in the JSON body");
+      *j = std::move(*bytes);
+      return OkStatus();
+    }
+    json out = json::object();
+    for (auto& [key, value] : j->items()) {
+      WEFT_RETURN_IF_ERROR(Decode(&value));
+      out[key.starts_with("$$") ? key.substr(1) : key] = std::move(value);
+    }
+    *j = std::move(out);
+  } else if (j->is_array()) {
+    for (json& v : *j) WEFT_RETURN_IF_ERROR(Decode(&v));
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+std::string DumpJson(const json& j) {
+  if (!NeedsEncoding(j)) return j.dump(-1, ' ', false, json::error_handler_t::replace);
+  return Encode(j).dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
 Result<json> ParseJson(std::string_view body) {
   if (!JsonNestingWithin(body, 16)) return InvalidArgument("the JSON body nests too deep");
   json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return InvalidArgument("the body is not valid JSON");
+  // Cheap when there is nothing to decode: an encoded message has a key starting with '$'.
+  if (body.find("\"$") != std::string_view::npos) WEFT_RETURN_IF_ERROR(Decode(&j));
   return j;
 }
 

@@ -63,7 +63,13 @@ Result<Change> ChangeFromJson(const json& j);
 json UsageToJson(const UsageInfo& u);
 Result<UsageInfo> UsageFromJson(const json& j);
 
-// Parses a JSON body; InvalidArgument naming the problem.
+// JSON text of a fabric message. JSON carries UTF-8 only, and a POSIX name may hold any byte
+// but NUL and '/': a string value that is not UTF-8 travels as {"$bytes": "<hex>"}, which
+// ParseJson turns back, so every name crosses the fabric exactly (object keys that start with
+// '$' gain another, so nothing else looks like that). Object keys are not names: one that is
+// not UTF-8 is replaced, lossily, rather than failing the message.
+std::string DumpJson(const json& j);
+// Parses a JSON body (DumpJson's too); InvalidArgument naming the problem.
 Result<json> ParseJson(std::string_view body);
 
 // A chunk the receiver holds, to encode another against (codec 2).

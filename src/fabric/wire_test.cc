@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "base/test_util.h"
+#include "base/utf8.h"
 
 namespace weft::fabric {
 namespace {
@@ -75,6 +76,30 @@ TEST(WireTest, AnUnrelatedBaseFallsBackToThePlainFrame) {
   auto frame = NextChunkFrame(&in);  // no delta inside: no bases needed
   ASSERT_TRUE(frame.ok()) << frame.status().ToString();
   EXPECT_EQ((*frame)->plaintext, data);
+}
+
+TEST(WireTest, NamesThatAreNotUtf8CrossTheFabricExactly) {
+  const std::string latin1 = "/data/caf\xe9.jpg";  // a Latin-1 name, as old tools write them
+  const std::string raw = std::string("/d/\xff\xfe\x80", 6);
+  json message = {{"path", latin1},
+                  {"paths", {raw, "/plain", latin1}},
+                  {"attributes", {{"$bytes", "00"}, {"$$x", "y"}, {"k", "v"}}},
+                  {"note", "$bytes"},
+                  {"n", 7}};
+  const std::string text = DumpJson(message);
+  EXPECT_TRUE(IsValidUtf8(text));
+  EXPECT_EQ(text.find('\xe9'), std::string::npos);
+  auto back = ParseJson(text);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*back, message);  // the user's "$"-keys included: nothing else decodes as a name
+
+  // Plain messages are sent as they are, and parse as they are.
+  const json plain = {{"path", "/data/ok"}, {"lease_ms", 5000}};
+  EXPECT_EQ(DumpJson(plain), plain.dump());
+  EXPECT_EQ(*ParseJson(plain.dump()), plain);
+  // A forged marker is refused, not taken as a name.
+  EXPECT_EQ(ParseJson(R"({"path": {"$bytes": "zz"}})").status().code(),
+            StatusCode::kInvalidArgument);
 }
 
 }  // namespace

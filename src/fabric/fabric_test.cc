@@ -921,8 +921,8 @@ TEST_P(NeuralCacheTest, ThePolicyDecidesWhatStaysAndItsChunksStayWithinTheLimit)
   auto declared = neural->Hint(hint);
   ASSERT_TRUE(declared.ok()) << declared.status().ToString();
   EXPECT_EQ(declared->accepted, 2u);
-  EXPECT_LE(stats["used_bytes"].get<uint64_t>(), (1u << 20) / 100 * 70);
-  EXPECT_GE(stats["hits"].get<uint64_t>(), 12u);  // ~16 files fit in 800 KB
+  EXPECT_LE(stats["used_bytes"].get<uint64_t>(), (1u << 20) / 100 * 80);  // the policy's share
+  EXPECT_GE(stats["hits"].get<uint64_t>(), 12u);                          // ~16 files fit in 840 KB
   EXPECT_LE(store->Stats().raw_bytes, 1u << 20);
   // Held chunks were released as items left: the store's LRU could evict down to its limit.
   EXPECT_GT((*spoke)->Stats().evictions, 0u);

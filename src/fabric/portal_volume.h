@@ -47,7 +47,7 @@ struct PortalVolumeOptions {
   std::string site = "spoke";
   std::vector<std::string> tags;
   ChunkerOptions chunker;
-  // Sequential reads fetch this far ahead of the reader.
+  // Sequential reads fetch this far ahead of the reader (with cache_bytes, at most 2.5 % of it).
   uint64_t readahead_bytes = 16 << 20;
   // Chunk bytes per fetch or upload request; requests run on the client's connections.
   uint64_t batch_bytes = 4 << 20;
@@ -63,8 +63,8 @@ struct PortalVolumeOptions {
   // (marked FileInfo::stale) instead of failing: availability over consistency.
   bool stale_ok = false;
   // NeuralCache: which fetched items to keep and what to fetch ahead. Its capacity is set
-  // from cache_bytes: 70 % for the policy's items, 15 % for prefetches waiting to be read, and
-  // the rest for chunks in transit (reads the policy declines).
+  // from cache_bytes: 80 % for the policy's items, 15 % for prefetches waiting to be read, and
+  // 5 % for chunks in transit (reads the policy declines, read-ahead: at most half of it).
   std::optional<NeuralCacheOptions> neural_cache;
   // How long one invalidation poll waits at the hub.
   std::chrono::milliseconds poll_wait{5'000};

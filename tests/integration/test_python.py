@@ -94,6 +94,27 @@ def stop(process):
         pipe.close()
 
 
+def declare_in_a_process_group(rank, world, port, spoke_url, out):
+    """One rank of a gloo process group (torch.distributed, as torchrun starts it) declaring
+    its share with a HintingSampler that is given no rank: it must take the group's."""
+    import torch.distributed as dist
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
+                            world_size=world)
+    try:
+        client = weft.Client(spoke_url, SPOKE_ACCESS, SPOKE_SECRET)
+        ds = weft.WeftDataset("weft://data/train", client=client)
+        share = list(range(rank, len(ds), world))  # a plain list: no rank of its own
+        sampler = weft.HintingSampler(share, ds, job="job-dist", client=client,
+                                      declare_next=False)
+        order = list(sampler)
+        dist.barrier()
+        out.put((rank, sampler.rank, sampler.world_size, sampler.hints_accepted,
+                 sampler.hint_failures, order == share))
+        client.close()
+    finally:
+        dist.destroy_process_group()
+
+
 class Spoke(WeftProcess):
     what = "weft spoke"
 
@@ -452,6 +473,26 @@ class HintTest(ClassHub):
         list(lone)
         self.assertEqual((sent[-1]["rank"], sent[-1]["world_size"]), (3, 4))
         self.assertEqual(lone.hint_failures, 0)
+
+    def test_ranks_of_a_process_group_declare_their_shares_without_being_told(self):
+        import multiprocessing
+        import socket
+
+        with socket.socket() as probe:  # a free port for the group's rendezvous
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        ctx = multiprocessing.get_context("spawn")
+        out = ctx.Queue()
+        procs = [ctx.Process(target=declare_in_a_process_group,
+                             args=(rank, 2, port, self.spoke.url, out)) for rank in range(2)]
+        for p in procs:
+            p.start()
+        results = sorted(out.get(timeout=120) for _ in procs)
+        for p in procs:
+            p.join(timeout=60)
+            self.assertEqual(p.exitcode, 0)
+        share = FILES // 2
+        self.assertEqual(results, [(0, 0, 2, share, 0, True), (1, 1, 2, share, 0, True)])
 
     def test_large_orders_go_in_pieces_and_set_epoch_is_forwarded(self):
         import torch

@@ -85,6 +85,7 @@ class PortalVolumeImpl final : public PortalVolume, private DataStore {
     s.stale_answers = m.stale_answers;
     s.evictions = c.evictions;
     s.evicted_bytes = c.evicted_bytes;
+    s.uncached = c.uncached;
     return s;
   }
   const HubClient& hub() const override { return *hub_; }

@@ -84,6 +84,7 @@ struct PortalStats {
   uint64_t stale_answers = 0;   // --stale-ok answers from expired metadata
   uint64_t evictions = 0;       // chunks evicted to stay within cache_bytes
   uint64_t evicted_bytes = 0;
+  uint64_t uncached = 0;  // fetched chunks served but not kept: the cache's disk was full
 };
 
 // It is also the UpstreamLeases of the HubService a chaining spoke runs over it: lease keys

@@ -92,6 +92,8 @@ std::string SpokeMetrics(const fabric::PortalVolume& portal) {
   counter("weft_spoke_lease_renewals_total",
           "Directory leases renewed while in use, before they lapsed.", s.lease_renewals);
   counter("weft_spoke_evictions_total", "Chunks evicted to stay within --cache-size.", s.evictions);
+  counter("weft_spoke_uncached_chunks_total",
+          "Fetched chunks served but not kept because the cache's disk was full.", s.uncached);
   counter("weft_spoke_stale_answers_total",
           "Answers from expired metadata while the hub was unreachable (--stale-ok).",
           s.stale_answers);

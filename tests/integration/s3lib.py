@@ -158,11 +158,13 @@ class S3TestCase(WeftTestCase):
         })
         return env
 
-    def boto3(self, access=ROOT_ACCESS, secret=ROOT_SECRET, verify=None, **config):
+    def boto3(self, access=ROOT_ACCESS, secret=ROOT_SECRET, verify=None, endpoint=None,
+              **config):
+        """A boto3 client of the hub (or of `endpoint`, a spoke's URL)."""
         import boto3
         from botocore.config import Config
         return boto3.client(
-            "s3", endpoint_url=self.hub.url, aws_access_key_id=access,
+            "s3", endpoint_url=endpoint or self.hub.url, aws_access_key_id=access,
             aws_secret_access_key=secret, region_name=REGION, verify=verify,
             config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1},
                           signature_version="s3v4",

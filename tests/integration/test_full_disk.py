@@ -10,7 +10,7 @@ import unittest
 
 from botocore.exceptions import ClientError
 
-from s3lib import S3TestCase
+from s3lib import ROOT_ACCESS, ROOT_SECRET, S3TestCase
 from weftlib import MIB, WeftTestCase, incompressible
 
 TMPFS_SIZE = "16m"
@@ -145,6 +145,45 @@ class HubFullDiskTest(S3TestCase):
         s3.put_object(Bucket="bkt", Key="writable", Body=b"again")
         self.assertEqual(s3.get_object(Bucket="bkt", Key="writable")["Body"].read(), b"again")
         self.assert_all_read_back(s3, acked)
+
+
+class SpokeCacheFullDiskTest(S3TestCase):
+    """A spoke whose cache disk (a 16 MiB tmpfs) fills while it reads a larger dataset, its
+    --cache-size set beyond the disk (a misjudged size, or a disk shared with others)."""
+
+    def setUp(self):
+        super().setUp()  # the hub, on the ordinary disk
+        mount_tmpfs(self, "16m")
+        from test_fabric import SPOKE_ACCESS, SPOKE_SECRET, Spoke
+        self.spoke = Spoke(self.bin, self.hub.url, os.path.join(self.mnt, "cache"), "site-a",
+                           ["/data"], (ROOT_ACCESS, ROOT_SECRET), extra=["--cache-size", "1G"])
+        self.addCleanup(self._stop_quietly, self.spoke)
+        self.s3_spoke = self.boto3(SPOKE_ACCESS, SPOKE_SECRET, endpoint=self.spoke.url)
+
+    def test_reads_go_on_and_writes_fail_clearly_when_the_cache_disk_is_full(self):
+        s3 = self.boto3()
+        s3.create_bucket(Bucket="data")
+        files = {f"set/f{i:02d}": incompressible(f"set/{i}", 1024 * 1024) for i in range(40)}
+        for key, body in files.items():
+            s3.put_object(Bucket="data", Key=key, Body=body)
+        for _ in range(2):  # the second pass finds the disk full from the start
+            for key, body in files.items():
+                got = self.s3_spoke.get_object(Bucket="data", Key=key)["Body"].read()
+                self.assertEqual(got, body, key)
+        # Served, not kept, and counted so an operator sees why the cache does not help.
+        import urllib.request
+        with urllib.request.urlopen(self.spoke.url + "/_weft/metrics") as r:
+            metrics = dict(line.rsplit(" ", 1) for line in r.read().decode().splitlines()
+                           if line and not line.startswith("#"))
+        self.assertGreater(int(metrics["weft_spoke_uncached_chunks_total"]), 0)
+        with self.assertRaises(ClientError) as cm:
+            self.s3_spoke.put_object(Bucket="data", Key="new.bin",
+                                     Body=incompressible("new", 4 * 1024 * 1024))
+        self.assertEqual(cm.exception.response["ResponseMetadata"]["HTTPStatusCode"], 507)
+        self.assertIn("full", cm.exception.response["Error"]["Message"])
+        with self.assertRaises(ClientError):  # nothing half-written reached the hub
+            s3.head_object(Bucket="data", Key="new.bin")
+        self.assertEqual(self.spoke.stop(), 0)  # and it stops cleanly
 
 
 if __name__ == "__main__":

@@ -43,6 +43,7 @@ SpokeChunkStats SpokeChunks::Stats() const {
   s.chunk_hits = chunk_hits_;
   s.chunks_fetched = chunks_fetched_;
   s.bytes_fetched = bytes_fetched_;
+  s.uncached = uncached_;
   if (bounded_) {
     BoundedChunkStoreStats b = bounded_->bounded_stats();
     s.evictions = b.evictions;
@@ -199,7 +200,12 @@ Result<size_t> SpokeChunks::StoreFrames(std::string_view in, FetchedChunks* kept
       if (unresolved != nullptr) unresolved->push_back(frame->id);
       continue;
     }
-    WEFT_RETURN_IF_ERROR(chunks_->Put(frame->id, AsBytes(frame->plaintext)).status());
+    // A cache whose disk is full still serves: the chunk goes to the reader that asked for it,
+    // uncached (read again later, it is fetched again). Any other store failure is an error.
+    if (Status put = chunks_->Put(frame->id, AsBytes(frame->plaintext)).status(); !put.ok()) {
+      if (put.code() != StatusCode::kResourceExhausted) return put;
+      ++uncached_;
+    }
     if (kept != nullptr) {
       std::lock_guard lock(*kept_mu);
       if (auto it = kept->find(frame->id); it != kept->end()) {

@@ -40,6 +40,7 @@ struct SpokeChunkStats {
   uint64_t bytes_fetched = 0;  // wire bytes of chunk frames from the hub
   uint64_t evictions = 0;
   uint64_t evicted_bytes = 0;
+  uint64_t uncached = 0;  // fetched chunks the store refused (its disk full): served, not kept
 };
 
 class SpokeChunks {
@@ -103,6 +104,7 @@ class SpokeChunks {
   std::atomic<uint64_t> chunk_hits_ = 0;
   std::atomic<uint64_t> chunks_fetched_ = 0;
   std::atomic<uint64_t> bytes_fetched_ = 0;
+  std::atomic<uint64_t> uncached_ = 0;
 };
 
 }  // namespace weft::fabric

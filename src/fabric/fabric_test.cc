@@ -898,6 +898,37 @@ TEST_P(NeuralCacheTest, SeedHintsSplitTheDatasetByRankInTheDocumentedOrder) {
   EXPECT_NE(order, PermutationOrder(10, 9));
 }
 
+// A declared order brings back, in batched lookups, the metadata of files the spoke holds
+// whose leases lapsed (a pause between epochs), so the reads that follow ask the hub nothing;
+// also without prefetching. The spoke's clock jumps past the leases instead of sleeping.
+TEST_P(NeuralCacheTest, AHintRevalidatesLapsedMetadataWithoutPrefetching) {
+  std::vector<std::string> paths = MakeDataset(30);
+  FakeClock clock;
+  PortalVolumeOptions options;
+  options.cache_bytes = 64 << 20;
+  options.clock = &clock;
+  NeuralCacheOptions neural;
+  neural.policy = "epoch";
+  neural.experts = {"none"};
+  options.neural_cache = neural;
+  auto spoke = OpenSpoke(hub_, {"/data"}, nullptr, options);
+  ASSERT_TRUE(spoke.ok()) << spoke.status().ToString();
+  for (const std::string& p : paths) ASSERT_EQ(*Get(**spoke, p), contents_[p]);
+  clock.AdvanceNanos(int64_t{10'000'000'000});  // every lease (2 s) lapsed
+  const uint64_t before = (*spoke)->Stats().metadata_misses;
+  HintRequest hint;
+  hint.dataset = "/data/train";
+  hint.paths = paths;
+  ASSERT_TRUE((*spoke)->neural_cache()->Hint(hint).ok());
+  for (int i = 0; i < 500 && (*spoke)->Stats().metadata_misses < before + paths.size(); ++i) {
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  const uint64_t revalidated = (*spoke)->Stats().metadata_misses;
+  EXPECT_EQ(revalidated, before + paths.size());  // asked in one batch
+  for (const std::string& p : paths) EXPECT_EQ(*Get(**spoke, p), contents_[p]);
+  EXPECT_EQ((*spoke)->Stats().metadata_misses, revalidated);  // the reads asked nothing
+}
+
 TEST_P(NeuralCacheTest, ThePolicyDecidesWhatStaysAndItsChunksStayWithinTheLimit) {
   std::vector<std::string> paths = MakeDataset(40);  // about 2 MB
   auto store = std::shared_ptr<ChunkStore>(NewMemChunkStore());

@@ -119,7 +119,11 @@ class NeuralCacheImpl final : public NeuralCache {
         staging_bytes_(options_.staging_bytes == 0 ? UINT64_MAX : options_.staging_bytes),
         staged_ttl_ns_(
             std::chrono::duration_cast<std::chrono::nanoseconds>(options_.staged_ttl).count()) {
-    if (experts.size() == 1 && experts[0] == "none") return;
+    if (experts.size() == 1 && experts[0] == "none") {
+      // No prefetching; one worker still brings declared files' metadata back (Hint).
+      workers_.emplace_back([this] { FetchLoop(); });
+      return;
+    }
     cache::EnsembleOptions e;
     e.link_bytes_per_s = options_.link_bytes_per_s;
     e.rtt_s = options_.rtt_s;
@@ -272,15 +276,13 @@ class NeuralCacheImpl final : public NeuralCache {
       result.accepted = declared.next.size();
       // Eviction uses the declared order even when prefetching is off.
       cache_.policy().OnHint(declared);
-      if (ensemble_) {
-        ensemble_->AddHint(declared);
-        // The declared files the spoke already holds are read without a fetch, but each
-        // would still need a lookup if its directory's lease lapsed (an evaluation or a
-        // checkpoint between epochs): the fetchers bring their metadata back in batches.
-        for (const std::string& p : order) {
-          if (revalidate_.size() >= kMaxRevalidate) break;
-          revalidate_.push_back(p);
-        }
+      if (ensemble_) ensemble_->AddHint(declared);
+      // The declared files the spoke already holds are read without a fetch, but each would
+      // still need a lookup if its directory's lease lapsed (an evaluation or a checkpoint
+      // between epochs): the fetchers bring their metadata back in batches, prefetching or not.
+      for (const std::string& p : order) {
+        if (revalidate_.size() >= kMaxRevalidate) break;
+        revalidate_.push_back(p);
       }
       wake_ = true;
     }

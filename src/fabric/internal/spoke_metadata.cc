@@ -356,7 +356,6 @@ std::vector<Result<Resolved>> SpokeMetadata::ResolveAll(const std::vector<std::s
       tickets.push_back(cache_.Begin(LeaseKey(ParentDir(hub_path), std::nullopt), Now()));
       hub_paths.push_back(hub_path);
     }
-    misses_ += end - start;
     Result<json> reply = hub_->Call("lookup", {{"paths", std::move(hub_paths)}});
     if (reply.ok() && (!reply->contains("results") || !(*reply)["results"].is_array() ||
                        (*reply)["results"].size() != end - start)) {
@@ -397,6 +396,8 @@ std::vector<Result<Resolved>> SpokeMetadata::ResolveAll(const std::vector<std::s
       resolved[i].lookup = std::move(result);
       have[i] = true;
     }
+    // Counted once answered: whoever sees the count sees what the batch installed.
+    misses_ += end - start;
   }
   for (size_t i = 0; i < paths.size(); ++i) {
     if (have[i]) out[i] = std::move(resolved[i]);

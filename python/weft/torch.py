@@ -437,7 +437,11 @@ class HintingSampler(_data.Sampler):
     logged once as a warning on the ``weft.torch`` logger and the indices are yielded as
     usual. Counters: ``hints_sent`` (paths delivered), ``hint_requests`` (successful calls),
     ``hint_failures``, ``hints_accepted`` (sum of the spoke's ``accepted_items``; REST only)
-    and ``last_reply``."""
+    and ``last_reply``.
+
+    Under torchrun, ``LOCAL_WORLD_SIZE`` (the ranks on this node) is sent too, so a spoke or
+    mount serving one node of a larger job knows when all of its ranks declared.
+    """
 
     def __init__(self, sampler, dataset, *, spoke=None, job=None, client=None,
                  declare_next=True, rank=None):
@@ -446,6 +450,13 @@ class HintingSampler(_data.Sampler):
         if rank is not None:
             self.rank = int(rank)
             self.world_size = max(self.world_size, self.rank + 1)
+        # The ranks on this node (torchrun sets LOCAL_WORLD_SIZE): when a job spans nodes,
+        # each node's spoke or mount hears only these, and knows the job whole once they all
+        # declared.
+        try:
+            self.local_world_size = max(0, int(os.environ.get("LOCAL_WORLD_SIZE", "0")))
+        except ValueError:
+            self.local_world_size = 0
         self.declare_next = declare_next
         self.epoch = None
         self.declared_next_epoch = None  # the epoch last declared ahead, if any
@@ -530,6 +541,8 @@ class HintingSampler(_data.Sampler):
             for n, piece in enumerate(_pieces(paths)):
                 body = {"dataset": dataset_path, "paths": piece, "append": append or n > 0,
                         "rank": self.rank, "world_size": self.world_size}
+                if self.local_world_size:
+                    body["local_world_size"] = self.local_world_size
                 if self.job is not None:
                     body["job"] = self.job
                 if kind == "file":

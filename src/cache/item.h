@@ -55,6 +55,9 @@ struct Hint {
   uint32_t job = 0;
   uint32_t rank = 0;
   uint32_t world = 1;  // the job's ranks: its declared future is complete once all declared
+  // Of them, the ranks that declare to this cache (a node's, when a job spans nodes that each
+  // have their own); 0: all of them.
+  uint32_t local = 0;
   std::vector<Item> next;
   bool replace = true;  // false: append to what this rank declared before
 };

@@ -478,10 +478,12 @@ class EpochPolicy final : public Policy {
     job.declared.Declare(hint);
     job.hinted = true;
     job.finished = false;
-    // Once every rank of this job declared, it has adopted whatever it shares with jobs that
-    // read all they declared: those are finished. (Before, a rank's misses would evict items
-    // its sibling ranks are about to declare.)
-    if (job.declared.ranks().size() >= hint.world) {
+    // Once every rank of this job declared (every rank that declares here, for a job spread
+    // over several nodes' caches), it has adopted whatever it shares with jobs that read all
+    // they declared: those are finished. (Before, a rank's misses would evict items its
+    // sibling ranks are about to declare.)
+    const uint32_t expected = hint.local > 0 ? std::min(hint.local, hint.world) : hint.world;
+    if (job.declared.ranks().size() >= expected) {
       for (auto& [id, other] : jobs_) {
         if (id != job_id && other.hinted && other.declared.empty()) other.finished = true;
       }

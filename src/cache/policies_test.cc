@@ -54,8 +54,10 @@ struct Harness {
     return out;
   }
   bool Prefetch(Key key, uint32_t job = 0) { return cache.Insert(Req(key, job), &evicted); }
-  void Declare(const std::vector<Key>& keys, uint32_t job, uint32_t rank = 0, uint32_t world = 1) {
-    Hint hint{.job = job, .rank = rank, .world = world, .next = {}, .replace = true};
+  void Declare(const std::vector<Key>& keys, uint32_t job, uint32_t rank = 0, uint32_t world = 1,
+               uint32_t local = 0) {
+    Hint hint{
+        .job = job, .rank = rank, .world = world, .local = local, .next = {}, .replace = true};
     for (Key k : keys) hint.next.push_back(Req(k, job).item);
     cache.policy().OnHint(hint);
   }
@@ -192,6 +194,33 @@ TEST(EpochTest, RanksOfAJobDeclareTheirOwnShares) {
   EXPECT_EQ(h.Read({6, 5, 1, 2}, /*job=*/8), "aahh");
   std::sort(h.evicted.begin(), h.evicted.end());
   EXPECT_EQ(h.evicted, (Keys{3, 4}));
+}
+
+// A job of 4 ranks on two nodes, each node with its own cache: this cache hears ranks 0 and 1
+// only. Once both declared the job is whole here, and a finished job's items make way, as
+// when every rank of a job declares to one cache (above).
+TEST(EpochTest, AJobSpreadOverNodesIsWholeOnceItsLocalRanksDeclared) {
+  for (const uint32_t local : {2u, 0u}) {
+    Harness h("epoch", 4);
+    h.Declare({1, 2}, /*job=*/7, /*rank=*/0, /*world=*/2);
+    h.Declare({3, 4}, /*job=*/7, /*rank=*/1, /*world=*/2);
+    EXPECT_EQ(h.Read({1, 3, 2, 4}, /*job=*/7), "aaaa");
+    h.Declare({3, 1}, /*job=*/7, /*rank=*/0, /*world=*/2);
+    h.Declare({4, 2}, /*job=*/7, /*rank=*/1, /*world=*/2);
+    EXPECT_EQ(h.Read({3, 4, 1, 2}, /*job=*/7), "hhhh");
+    h.Declare({5, 1}, /*job=*/8, /*rank=*/0, /*world=*/4, local);
+    h.Declare({6, 2}, /*job=*/8, /*rank=*/1, /*world=*/4, local);
+    if (local == 2) {
+      EXPECT_EQ(h.Read({6, 5, 1, 2}, /*job=*/8), "aahh");  // job 7's 3 and 4 are dead
+      std::sort(h.evicted.begin(), h.evicted.end());
+      EXPECT_EQ(h.evicted, (Keys{3, 4}));
+    } else {
+      // Without it, this cache waits for ranks 2 and 3, which declare elsewhere: job 7's
+      // items are never released here.
+      EXPECT_EQ(h.Read({6, 5, 1, 2}, /*job=*/8), "bbhh");
+      EXPECT_TRUE(h.evicted.empty());
+    }
+  }
 }
 
 TEST(DeclaredOrderTest, AHintReplacesOnlyItsRanksDeclarations) {

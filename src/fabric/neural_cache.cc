@@ -261,6 +261,7 @@ class NeuralCacheImpl final : public NeuralCache {
     declared.job = JobId(hint.job);
     declared.rank = hint.rank;
     declared.world = hint.world_size;
+    declared.local = hint.local_world_size;
     declared.replace = !hint.append;
     {
       std::lock_guard lock(mu_);

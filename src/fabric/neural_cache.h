@@ -83,6 +83,9 @@ struct HintRequest {
   // and a hint replaces (or appends to) only its rank's. Seed mode also computes that share.
   uint32_t rank = 0;
   uint32_t world_size = 1;
+  // The ranks that declare to this spoke or mount (torchrun's LOCAL_WORLD_SIZE), when a job's
+  // ranks are spread over nodes with caches of their own; 0: all world_size of them.
+  uint32_t local_world_size = 0;
   bool append = false;  // add to the rank's declared order instead of replacing it
 };
 

@@ -134,6 +134,8 @@ Result<fabric::HintRequest> ParseHint(const RequestContext& ctx, const std::stri
         hint.rank = value.get<uint32_t>();
       } else if (name == "world_size") {
         hint.world_size = value.get<uint32_t>();
+      } else if (name == "local_world_size") {
+        hint.local_world_size = value.get<uint32_t>();
       } else if (name == "append") {
         hint.append = value.get<bool>();
       } else {
@@ -143,7 +145,7 @@ Result<fabric::HintRequest> ParseHint(const RequestContext& ctx, const std::stri
   } catch (const nlohmann::json::exception&) {
     return InvalidArgument(
         "a cache hint's fields: job (string), paths (list of strings), sampler (string), seed, "
-        "epoch, rank, world_size (non-negative integers), append (boolean)");
+        "epoch, rank, world_size, local_world_size (non-negative integers), append (boolean)");
   }
   return hint;
 }

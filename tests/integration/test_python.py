@@ -466,6 +466,7 @@ class HintTest(ClassHub):
         self.assertEqual(sorted(shares[0] + shares[1]), list(range(FILES)))
         self.assertEqual([(b["rank"], b["world_size"], b["append"]) for b in sent],
                          [(0, 2, False), (1, 2, False)])
+        self.assertNotIn("local_world_size", sent[0])
         self.assertEqual([p for p in sent[1]["paths"]], [ds.path_of(i) for i in shares[1]])
         # An explicit rank beyond the sampler's world widens it rather than being refused.
         lone = weft.HintingSampler(range(3), ds, spoke=self.spoke.url, client=self.spoke_client,
@@ -473,6 +474,14 @@ class HintTest(ClassHub):
         list(lone)
         self.assertEqual((sent[-1]["rank"], sent[-1]["world_size"]), (3, 4))
         self.assertEqual(lone.hint_failures, 0)
+        # Under torchrun on a node of 2 ranks, the spoke hears how many declare through it.
+        os.environ["LOCAL_WORLD_SIZE"] = "2"
+        self.addCleanup(os.environ.pop, "LOCAL_WORLD_SIZE", None)
+        local = weft.HintingSampler(range(3), ds, spoke=self.spoke.url, client=self.spoke_client,
+                                    rank=1)
+        list(local)
+        self.assertEqual(sent[-1]["local_world_size"], 2)
+        self.assertEqual((local.hint_failures, local.hints_accepted), (0, 3))
 
     def test_ranks_of_a_process_group_declare_their_shares_without_being_told(self):
         import multiprocessing

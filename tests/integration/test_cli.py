@@ -279,7 +279,8 @@ class BadInputTest(WeftTestCase):
         # A source that cannot be read (reading /proc/self/mem at 0 is EIO) stops the put with
         # one clear line: the other threads take no new file, abandon the ones they are
         # reading, and whatever was reported committed is there, whole.
-        goods = [self.write_file(f"more/f{i:02d}.bin", incompressible(f"m{i}", 200_000 + i))
+        # 1 MB each: a failing thread started a few ms late must not see the others finish half.
+        goods = [self.write_file(f"more/f{i:02d}.bin", incompressible(f"m{i}", 1_000_000 + i))
                  for i in range(40)]
         proc = self.weft("put", "-v", "-j", "3", "/proc/self/mem", *goods, "/more",
                          check=False)

@@ -176,8 +176,8 @@ TEST(EpochTest, DeclaredItemsWaitForAJobThatHasNotStarted) {
 
 // A job's ranks read one epoch between them and each declares only its own share: a rank's
 // hint replaces only its own, and the job's epochs count the reads of all of them.
-TEST(EpochTest, RanksOfAJobDeclareTheirOwnShares) {
-  Harness h("epoch", 4);
+// Job 7, two ranks, two epochs of items 1-4 in a cache of 4: it has read all it declared.
+void TwoEpochsOfATwoRankJob(Harness& h) {
   h.Declare({1, 2}, /*job=*/7, /*rank=*/0, /*world=*/2);
   h.Declare({3, 4}, /*job=*/7, /*rank=*/1, /*world=*/2);
   EXPECT_EQ(h.Read({1, 3, 2, 4}, /*job=*/7), "aaaa");
@@ -185,6 +185,11 @@ TEST(EpochTest, RanksOfAJobDeclareTheirOwnShares) {
   h.Declare({3, 1}, /*job=*/7, /*rank=*/0, /*world=*/2);
   h.Declare({4, 2}, /*job=*/7, /*rank=*/1, /*world=*/2);
   EXPECT_EQ(h.Read({3, 4, 1, 2}, /*job=*/7), "hhhh");
+}
+
+TEST(EpochTest, RanksOfAJobDeclareTheirOwnShares) {
+  Harness h("epoch", 4);
+  TwoEpochsOfATwoRankJob(h);
   // Job 8's first rank declares: job 7 read all it declared, but job 8's other rank has not
   // declared yet and may share items with it, so nothing of job 7 is dropped (5 bypasses).
   h.Declare({5, 1}, /*job=*/8, /*rank=*/0, /*world=*/2);
@@ -202,12 +207,7 @@ TEST(EpochTest, RanksOfAJobDeclareTheirOwnShares) {
 TEST(EpochTest, AJobSpreadOverNodesIsWholeOnceItsLocalRanksDeclared) {
   for (const uint32_t local : {2u, 0u}) {
     Harness h("epoch", 4);
-    h.Declare({1, 2}, /*job=*/7, /*rank=*/0, /*world=*/2);
-    h.Declare({3, 4}, /*job=*/7, /*rank=*/1, /*world=*/2);
-    EXPECT_EQ(h.Read({1, 3, 2, 4}, /*job=*/7), "aaaa");
-    h.Declare({3, 1}, /*job=*/7, /*rank=*/0, /*world=*/2);
-    h.Declare({4, 2}, /*job=*/7, /*rank=*/1, /*world=*/2);
-    EXPECT_EQ(h.Read({3, 4, 1, 2}, /*job=*/7), "hhhh");
+    TwoEpochsOfATwoRankJob(h);
     h.Declare({5, 1}, /*job=*/8, /*rank=*/0, /*world=*/4, local);
     h.Declare({6, 2}, /*job=*/8, /*rank=*/1, /*world=*/4, local);
     if (local == 2) {

@@ -41,7 +41,6 @@ class InProcessLink {
   // A cut link refuses every request with Unavailable until it is joined again.
   void Cut() { cut_ = true; }
   void Join() { cut_ = false; }
-  bool cut() const { return cut_; }
 
   uint64_t requests() const { return requests_; }
   uint64_t bytes_sent() const { return bytes_sent_; }          // request bodies

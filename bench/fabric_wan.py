@@ -72,18 +72,23 @@ class Proc:
                 self.proc.kill()
 
 
-def downstream_bytes(wan):
-    """Asks the emulator for its counters (SIGHUP) and returns bytes towards the spoke."""
+def wire_bytes(wan):
+    """Asks the emulator for its counters (SIGHUP): (bytes upstream, bytes downstream)."""
     before = len(wan.lines)
     wan.proc.send_signal(signal.SIGHUP)
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
         for line in wan.lines[before:]:
-            m = re.search(r"downstream (\d+)", line)
+            m = re.search(r"upstream (\d+), downstream (\d+)", line)
             if m:
-                return int(m.group(1))
+                return int(m.group(1)), int(m.group(2))
         time.sleep(0.01)
     raise RuntimeError("the WAN emulator did not report its counters")
+
+
+def downstream_bytes(wan):
+    """Bytes the emulator carried towards the spoke."""
+    return wire_bytes(wan)[1]
 
 
 def client(url):
@@ -151,6 +156,30 @@ def rsync_delta_bytes(v1, v2, scratch):
     return sent + received
 
 
+def fabric_env():
+    return dict(os.environ, WEFT_ROOT_ACCESS_KEY=ACCESS, WEFT_ROOT_SECRET_KEY=SECRET,
+                WEFT_HUB_ACCESS_KEY=ACCESS, WEFT_HUB_SECRET_KEY=SECRET)
+
+
+def start_fabric(args, procs):
+    """A hub (--lease-ms LEASE_MS), `weft dev wan` in front of it (args.delay_ms,
+    args.rate_mbit) and a spoke behind that serving /bench, under args.dir; each appended to
+    procs as it starts, for the caller to stop. Returns (hub, wan, spoke)."""
+    env = fabric_env()
+    hub = Proc([args.weft, "--data", os.path.join(args.dir, "hub"), "serve", "--listen",
+                "127.0.0.1:0", "--lease-ms", str(LEASE_MS)], r"serving S3 at (http://\S+)", env)
+    procs.append(hub)
+    wan = Proc([args.weft, "dev", "wan", "--listen", "127.0.0.1:0", "--target",
+                hub.value.removeprefix("http://"), "--delay-ms", str(args.delay_ms),
+                "--rate-mbit", str(args.rate_mbit)], r"WAN link (\S+) ->", env)
+    procs.append(wan)
+    spoke = Proc([args.weft, "spoke", "--hub", "http://" + wan.value, "--cache",
+                  os.path.join(args.dir, "spoke"), "--site", "bench", "--portal", "/bench",
+                  "--listen", "127.0.0.1:0"], r"serving S3 at (http://\S+)", env)
+    procs.append(spoke)
+    return hub, wan, spoke
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -166,23 +195,10 @@ def main():
         p.error(f"no weft binary at {args.weft}: build the release preset first")
     shutil.rmtree(args.dir, ignore_errors=True)
     os.makedirs(args.dir)
-    env = dict(os.environ, WEFT_ROOT_ACCESS_KEY=ACCESS, WEFT_ROOT_SECRET_KEY=SECRET,
-               WEFT_HUB_ACCESS_KEY=ACCESS, WEFT_HUB_SECRET_KEY=SECRET)
     procs = []
     rows = []
     try:
-        hub = Proc([args.weft, "--data", os.path.join(args.dir, "hub"), "serve", "--listen",
-                    "127.0.0.1:0", "--lease-ms", str(LEASE_MS)], r"serving S3 at (http://\S+)",
-                   env)
-        procs.append(hub)
-        wan = Proc([args.weft, "dev", "wan", "--listen", "127.0.0.1:0", "--target",
-                    hub.value.removeprefix("http://"), "--delay-ms", str(args.delay_ms),
-                    "--rate-mbit", str(args.rate_mbit)], r"WAN link (\S+) ->", env)
-        procs.append(wan)
-        spoke = Proc([args.weft, "spoke", "--hub", "http://" + wan.value, "--cache",
-                      os.path.join(args.dir, "spoke"), "--site", "bench", "--portal", "/bench",
-                      "--listen", "127.0.0.1:0"], r"serving S3 at (http://\S+)", env)
-        procs.append(spoke)
+        hub, wan, spoke = start_fabric(args, procs)
         at_hub, at_spoke = client(hub.value), client(spoke.value)
         at_hub.create_bucket(Bucket="bench")
         rate = args.rate_mbit * 1e6 / 8

@@ -325,6 +325,127 @@ def write_new_like(src, dst, gen, rng, label):
         write(dst, image_bytes(gen, label, size))
 
 
+# ---- named version patterns (one kind of change each, as datasets really change) ----
+
+# pattern -> the kind of v1 it changes
+PATTERNS = {
+    "append-files": "images",     # new samples added to existing class directories
+    "append-lines": "jsonl",      # new records appended to every file
+    "append-samples": "shards",   # a shard writer kept going: samples appended to shards
+    "delete-files": "images",     # 5 % of the samples removed
+    "rename": "images",           # relabelling: 30 % of files moved to another class directory
+    "reshard": "shards",          # the same samples repacked into 1.5x larger shards
+    "delete-lines": "jsonl",      # 1 % of the records, scattered, deleted from every file
+    "checkpoint": "tensors",      # a fine-tuning step: 1 % of the values changed, scattered
+}
+
+
+def _files(root):
+    out = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        for name in sorted(filenames):
+            out.append(os.path.relpath(os.path.join(dirpath, name), root))
+    return out
+
+
+def _copy(src_root, out, rel, dst_rel=None):
+    dst = os.path.join(out, dst_rel or rel)
+    os.makedirs(os.path.dirname(dst), exist_ok=True)
+    shutil.copy2(os.path.join(src_root, rel), dst)  # mtime kept: rsync's quick check applies
+
+
+def _tar_samples(path):
+    """(key, jpg, json, cls) of a shard write_shard made."""
+    by_key = {}
+    with tarfile.open(path, "r") as tf:
+        for m in tf.getmembers():
+            key, ext = m.name.split(".", 1)
+            by_key.setdefault(int(key), {})[ext] = tf.extractfile(m).read()
+    return [(k, v["jpg"], v["json"], v["cls"]) for k, v in sorted(by_key.items())]
+
+
+def make_version(pattern, src_root, out, seed):
+    """Writes v2 of the dataset at src_root (of kind PATTERNS[pattern]) to out. Unchanged
+    files keep their mtime, as a copy made with rsync or cp -a would."""
+    rng = random.Random(f"version/{pattern}/{seed}")
+    gen = Bytes(f"version/{pattern}/{seed}")
+    files = _files(src_root)
+    if pattern == "append-files":
+        for rel in files:
+            _copy(src_root, out, rel)
+        for k, rel in enumerate(rng.sample(files, max(1, len(files) // 20))):
+            d = os.path.dirname(rel)
+            new = os.path.join(out, d, f"img_new_{k:07d}.jpg")
+            write(new, image_bytes(gen, new, image_size(rng)))
+    elif pattern == "delete-files":
+        gone = set(rng.sample(files, max(1, len(files) // 20)))
+        for rel in files:
+            if rel not in gone:
+                _copy(src_root, out, rel)
+    elif pattern == "rename":
+        moved = set(rng.sample(files, max(1, len(files) * 3 // 10)))
+        for rel in files:
+            if rel in moved:
+                d, name = os.path.split(rel)
+                target = os.path.join(os.path.dirname(d), f"class_{rng.randint(1, 9):04d}")
+                _copy(src_root, out, rel, os.path.join(target, name))
+            else:
+                _copy(src_root, out, rel)
+    elif pattern in ("append-lines", "delete-lines"):
+        for i, rel in enumerate(files):
+            with open(os.path.join(src_root, rel), "rb") as f:
+                lines = f.read().splitlines(keepends=True)
+            if pattern == "append-lines":
+                lines += [text_line(rng, 40_000_000 + i * 100_000 + j)
+                          for j in range(max(len(lines) // 50, 1))]
+            else:
+                drop = set(rng.sample(range(len(lines)), max(len(lines) // 100, 1)))
+                lines = [line for j, line in enumerate(lines) if j not in drop]
+            write(os.path.join(out, rel), b"".join(lines))
+    elif pattern == "append-samples":
+        for i, rel in enumerate(files):
+            if i % 4:
+                _copy(src_root, out, rel)
+                continue
+            samples = _tar_samples(os.path.join(src_root, rel))
+            more, _ = shard_samples(gen, rng, rel, samples[-1][0] + 1, 512 * 1024)
+            path = os.path.join(out, rel)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            write_shard(path, samples + more)
+    elif pattern == "reshard":
+        samples = [s for rel in files for s in _tar_samples(os.path.join(src_root, rel))]
+        target = 1.5 * sum(os.path.getsize(os.path.join(src_root, r)) for r in files) / len(files)
+        shard, size, n = [], 0, 0
+        for s in samples:
+            shard.append(s)
+            size += len(s[1]) + len(s[2]) + len(s[3]) + 3 * 512
+            if size >= target or s is samples[-1]:
+                path = os.path.join(out, "shards", f"train-{n:06d}.tar")
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                write_shard(path, shard)
+                shard, size, n = [], 0, n + 1
+    elif pattern == "checkpoint":
+        for rel in files:
+            with open(os.path.join(src_root, rel), "rb") as f:
+                data = bytearray(f.read())
+            header = 8 + struct.unpack("<Q", data[:8])[0]
+            n_floats = (len(data) - header) // 4
+            for _ in range(max(n_floats // 100, 1)):
+                at = header + 4 * rng.randrange(n_floats)
+                data[at:at + 2] = rng.randbytes(2)  # the low mantissa bits: a small update
+            write(os.path.join(out, rel), bytes(data))
+    else:
+        raise ValueError(f"unknown pattern {pattern!r}")
+    # What changed is newer than anything in v1, even when both were written within a second.
+    newer = max(os.stat(os.path.join(src_root, rel)).st_mtime_ns for rel in files) + 60 * 10**9
+    for rel in _files(out):
+        src = os.path.join(src_root, rel)
+        if not os.path.exists(src) or (os.stat(src).st_mtime_ns
+                                       != os.stat(os.path.join(out, rel)).st_mtime_ns):
+            os.utime(os.path.join(out, rel), ns=(newer, newer))
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

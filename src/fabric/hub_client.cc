@@ -191,7 +191,11 @@ Result<json> HubClient::Call(const std::string& op, json args, json* error_body,
                              std::string* frames) {
   return WithSpokeId([&](const std::string& id) -> Result<json> {
     args["spoke"] = id;
+    args["zstd"] = true;  // large answers compressed (kZstdJsonContentType)
     WEFT_ASSIGN_OR_RETURN(net::HttpResponse r, Send(op, "application/json", DumpJson(args)));
+    if (r.Header("Content-Type") == kZstdJsonContentType) {
+      WEFT_ASSIGN_OR_RETURN(r.body, DecompressJson(r.body));
+    }
     std::string_view body = r.body;
     const bool framed = r.status == 200 && r.Header("Content-Type") == kFramedContentType;
     uint32_t head = 0;

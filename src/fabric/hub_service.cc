@@ -141,7 +141,14 @@ void HubService::Handle(const net::HttpRequest& request, net::BodyReader& body,
   if (!s.ok()) call.reply["error"] = StatusToJson(s);
   std::vector<net::HttpHeader> headers = {{"Content-Type", "application/json"}};
   if (status == 401) headers.push_back({"WWW-Authenticate", "Bearer realm=\"weft\""});
-  (void)response.Send(status, headers, DumpJson(call.reply));
+  std::string text = DumpJson(call.reply);
+  if (call.args.is_object() && call.args.value("zstd", false)) {
+    if (std::optional<std::string> compressed = CompressJson(text)) {
+      headers[0].value = std::string(kZstdJsonContentType);
+      text = std::move(*compressed);
+    }
+  }
+  (void)response.Send(status, headers, text);
 }
 
 Status HubService::Dispatch(Call& call) {

@@ -11,6 +11,8 @@ namespace {
 
 constexpr int kWireZstdLevel = 1;  // the link, not the cores, should be the bottleneck
 constexpr uint8_t kDeltaCodec = 2;
+// Metadata is small next to chunks and compresses much better with a little more effort.
+constexpr int kJsonZstdLevel = 3;
 // A delta costs a zstd pass over its base as well: a level that finds the long matches.
 constexpr int kDeltaZstdLevel = 3;
 
@@ -373,6 +375,29 @@ Result<std::optional<ChunkFrame>> NextChunkFrame(std::string_view* in, const Bas
   frame.plaintext = std::move(plain).value();
   in->remove_prefix(kFrameHeaderBytes + stored_size);
   return std::optional<ChunkFrame>(std::move(frame));
+}
+
+std::optional<std::string> CompressJson(std::string_view text) {
+  if (text.size() < kMinZstdJsonBytes || text.size() > kMaxZstdJsonBytes) return std::nullopt;
+  std::string compressed;
+  if (EncodeChunk(AsBytes(text), kJsonZstdLevel, &compressed) != Codec::kZstd) {
+    return std::nullopt;
+  }
+  std::string out;
+  PutBigEndian32(&out, static_cast<uint32_t>(text.size()));
+  out += compressed;
+  return out;
+}
+
+Result<std::string> DecompressJson(std::string_view body) {
+  if (body.size() < 4) return InvalidArgument("compressed JSON answer without its length");
+  const uint32_t length = GetBigEndian32(body.data());
+  if (length > kMaxZstdJsonBytes) {
+    return InvalidArgument("compressed JSON answer claims " + std::to_string(length) + " bytes");
+  }
+  Result<std::string> text = DecodeChunk(Codec::kZstd, AsBytes(body.substr(4)), length);
+  if (!text.ok()) return InvalidArgument("compressed JSON answer does not decode");
+  return text;
 }
 
 std::string EncodeIds(const std::vector<ChunkId>& ids) {

@@ -34,6 +34,15 @@ inline constexpr std::string_view kFabricPrefix = "/_weft/fabric/v1/";
 // An answer made of a JSON header and chunk frames: 4-byte big-endian header length, the
 // header, then frames (a lookup that carries its small file's bytes).
 inline constexpr std::string_view kFramedContentType = "application/x-weft-framed";
+// A JSON answer compressed with zstd (a spoke that sent "zstd": true gets large answers so):
+// 4-byte big-endian length of the JSON text, then one zstd frame of it. Listings and batched
+// lookups are mostly names, versions and chunk ids: this about halves them on the wire.
+inline constexpr std::string_view kZstdJsonContentType = "application/x-weft-json+zstd";
+// Answers shorter than this are not worth compressing.
+inline constexpr size_t kMinZstdJsonBytes = 512;
+// The largest JSON text a compressed answer may claim (a hostile hub cannot make a spoke
+// allocate more).
+inline constexpr uint32_t kMaxZstdJsonBytes = 256u << 20;
 
 // A chunk frame's header size.
 inline constexpr size_t kFrameHeaderBytes = 32 + 4 + 1 + 4;
@@ -71,6 +80,12 @@ Result<UsageInfo> UsageFromJson(const json& j);
 std::string DumpJson(const json& j);
 // Parses a JSON body (DumpJson's too); InvalidArgument naming the problem.
 Result<json> ParseJson(std::string_view body);
+
+// kZstdJsonContentType's body for `text`, or nullopt when compressing does not pay.
+std::optional<std::string> CompressJson(std::string_view text);
+// The JSON text of such a body; InvalidArgument if it is malformed or claims over
+// kMaxZstdJsonBytes.
+Result<std::string> DecompressJson(std::string_view body);
 
 // A chunk the receiver holds, to encode another against (codec 2).
 struct DeltaBase {

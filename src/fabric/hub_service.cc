@@ -14,6 +14,32 @@
 namespace weft::fabric {
 namespace {
 
+// The end offset of each chunk.
+std::vector<uint64_t> ChunkEnds(const std::vector<ChunkRef>& chunks) {
+  std::vector<uint64_t> ends;
+  uint64_t end = 0;
+  for (const ChunkRef& c : chunks) ends.push_back(end += c.length);
+  return ends;
+}
+
+// Appends chunk i of `file` as a frame: a delta against chunks `base_indices` of `base` (the
+// spoke holds them) where that pays. A base that cannot be read is left out.
+Status AppendFrame(FileReader& file, size_t i, FileReader* base,
+                   const std::vector<size_t>& base_indices, std::string* out) {
+  WEFT_ASSIGN_OR_RETURN(std::shared_ptr<const std::string> data, file.ReadChunk(i));
+  std::vector<std::shared_ptr<const std::string>> held;
+  std::vector<DeltaBase> bases;
+  for (size_t j : base_indices) {
+    if (base == nullptr || j >= base->chunks().size()) continue;
+    if (auto read = base->ReadChunk(j); read.ok()) {
+      held.push_back(*read);
+      bases.push_back(DeltaBase{base->chunks()[j].id, *held.back()});
+    }
+  }
+  AppendChunkFrame(file.chunks()[i].id, *data, out, bases);
+  return OkStatus();
+}
+
 int HttpStatusOf(const Status& s) {
   switch (s.code()) {
     case StatusCode::kInvalidArgument:
@@ -412,39 +438,24 @@ Status HubService::LookupOne(Call& call, const std::string& spoke, const json& a
         have.insert(*id);
       }
     }
-    // The rest goes as deltas against the chunks of the version the spoke holds them of, at
-    // the same offsets (an edited or appended-to file costs about what changed).
+    // The rest goes as deltas against the chunks of the version the spoke holds them of, in
+    // the same region (an edited or appended-to file costs about what changed).
     std::unique_ptr<FileReader> base;
     if (auto version = OptionalString(args, "base_version"); version && !have.empty()) {
       if (auto opened = OpenVersion(call.ctx, path, *version); opened.ok())
         base = std::move(*opened);
     }
-    std::vector<uint64_t> base_ends;
-    if (base) {
-      uint64_t end = 0;
-      for (const ChunkRef& c : base->chunks()) base_ends.push_back(end += c.length);
-    }
+    const std::vector<uint64_t> base_ends =
+        base ? ChunkEnds(base->chunks()) : std::vector<uint64_t>();
     std::string out;
     uint64_t offset = 0;
     for (size_t i = 0; i < chunks.size(); offset += chunks[i++].length) {
       if (have.contains(chunks[i].id)) continue;
-      WEFT_ASSIGN_OR_RETURN(std::shared_ptr<const std::string> data, file->ReadChunk(i));
-      std::shared_ptr<const std::string> base_data;
-      DeltaBase delta;
-      if (base) {
-        // Past the old end (an append), the last old chunk: like content, a useful dictionary.
-        const auto j = std::min(
-            static_cast<size_t>(std::upper_bound(base_ends.begin(), base_ends.end(), offset) -
-                                base_ends.begin()),
-            base_ends.size() - 1);
-        if (!base_ends.empty() && have.contains(base->chunks()[j].id)) {
-          if (auto read = base->ReadChunk(j); read.ok()) {
-            base_data = *read;
-            delta = DeltaBase{base->chunks()[j].id, *base_data};
-          }
-        }
+      std::vector<size_t> held;
+      for (size_t j : DeltaBaseIndices(base_ends, offset, offset + chunks[i].length, info->size)) {
+        if (have.contains(base->chunks()[j].id)) held.push_back(j);
       }
-      AppendChunkFrame(chunks[i].id, *data, &out, base_data ? &delta : nullptr);
+      WEFT_RETURN_IF_ERROR(AppendFrame(*file, i, base.get(), held, &out));
     }
     {
       std::lock_guard lock(mu_);
@@ -622,10 +633,10 @@ Status HubService::Fetch(Call& call) {
   struct Wanted {
     std::unique_ptr<FileReader> reader;
     const json* indices;
-    // The spoke's earlier version and, by wanted index, the index of its chunk to send a
-    // delta against (the spoke holds it).
+    // The spoke's earlier version and, by wanted index, the indices of its chunks to send a
+    // delta against (the spoke holds them).
     std::unique_ptr<FileReader> base;
-    std::unordered_map<size_t, size_t> base_of;
+    std::unordered_map<size_t, std::vector<size_t>> base_of;
   };
   std::vector<Wanted> wanted;
   uint64_t plaintext_bytes = 0;
@@ -646,9 +657,13 @@ Status HubService::Fetch(Call& call) {
     if (auto version = OptionalString(item, "base_version"); version && item.contains("bases")) {
       if (auto base = OpenVersion(call.ctx, path, *version); base.ok()) {
         w.base = std::move(*base);
+        // [i, j, ...]: wanted chunk i against base chunks j... (one before kMaxDeltaBases).
         for (const json& pair : item.at("bases")) {
-          const size_t i = pair.at(0).get<size_t>(), j = pair.at(1).get<size_t>();
-          if (j < w.base->chunks().size()) w.base_of[i] = j;
+          std::vector<size_t>& js = w.base_of[pair.at(0).get<size_t>()];
+          for (size_t k = 1; k < pair.size() && js.size() < kMaxDeltaBases; ++k) {
+            const size_t j = pair.at(k).get<size_t>();
+            if (j < w.base->chunks().size()) js.push_back(j);
+          }
         }
       }
     }
@@ -658,17 +673,11 @@ Status HubService::Fetch(Call& call) {
   out.reserve(std::min<uint64_t>(plaintext_bytes, options_.max_body_bytes));
   for (const Wanted& w : wanted) {
     for (const json& index : *w.indices) {
-      size_t i = index.get<size_t>();
-      WEFT_ASSIGN_OR_RETURN(std::shared_ptr<const std::string> data, w.reader->ReadChunk(i));
-      std::shared_ptr<const std::string> base_data;
-      DeltaBase delta;
-      if (auto b = w.base_of.find(i); b != w.base_of.end()) {
-        if (auto read = w.base->ReadChunk(b->second); read.ok()) {
-          base_data = *read;
-          delta = DeltaBase{w.base->chunks()[b->second].id, *base_data};
-        }
-      }
-      AppendChunkFrame(w.reader->chunks()[i].id, *data, &out, base_data ? &delta : nullptr);
+      const size_t i = index.get<size_t>();
+      auto b = w.base_of.find(i);
+      WEFT_RETURN_IF_ERROR(AppendFrame(*w.reader, i, w.base.get(),
+                                       b == w.base_of.end() ? std::vector<size_t>() : b->second,
+                                       &out));
       if (out.size() > options_.max_body_bytes) {
         return InvalidArgument("fetch batch larger than " +
                                std::to_string(options_.max_body_bytes));

@@ -2,6 +2,8 @@
 
 #include <zstd.h>
 
+#include <algorithm>
+
 #include "base/bytes.h"
 #include "base/utf8.h"
 #include "chunk/codec.h"
@@ -11,6 +13,7 @@ namespace {
 
 constexpr int kWireZstdLevel = 1;  // the link, not the cores, should be the bottleneck
 constexpr uint8_t kDeltaCodec = 2;
+constexpr uint8_t kMultiDeltaCodec = 3;
 // Metadata is small next to chunks and compresses much better with a little more effort.
 constexpr int kJsonZstdLevel = 3;
 // A delta costs a zstd pass over its base as well: a level that finds the long matches.
@@ -31,28 +34,38 @@ ZstdContexts& Contexts() {
   return contexts;
 }
 
-// base id, then `plaintext` compressed with the base's plaintext as zstd's prefix.
-bool EncodeDelta(std::string_view plaintext, const DeltaBase& base, std::string* out) {
+// The base ids, then `plaintext` compressed with the bases' plaintexts, concatenated in order,
+// as zstd's prefix; a count byte first when there are several (kMultiDeltaCodec).
+bool EncodeDelta(std::string_view plaintext, std::span<const DeltaBase> bases, std::string* out) {
+  std::string joined;
+  std::string_view prefix = bases[0].plaintext;
+  out->clear();
+  if (bases.size() > 1) {
+    out->push_back(static_cast<char>(bases.size()));
+    for (const DeltaBase& b : bases) joined += b.plaintext;
+    prefix = joined;
+  }
+  for (const DeltaBase& b : bases) out->append(b.id.raw());
+  const size_t head = out->size();
   ZSTD_CCtx* c = Contexts().c;
   ZSTD_CCtx_reset(c, ZSTD_reset_session_and_parameters);
   if (ZSTD_isError(ZSTD_CCtx_setParameter(c, ZSTD_c_compressionLevel, kDeltaZstdLevel)) ||
-      ZSTD_isError(ZSTD_CCtx_refPrefix(c, base.plaintext.data(), base.plaintext.size()))) {
+      ZSTD_isError(ZSTD_CCtx_refPrefix(c, prefix.data(), prefix.size()))) {
     return false;
   }
-  out->assign(base.id.raw());
-  out->resize(ChunkId::kSize + ZSTD_compressBound(plaintext.size()));
-  const size_t n = ZSTD_compress2(c, out->data() + ChunkId::kSize, out->size() - ChunkId::kSize,
-                                  plaintext.data(), plaintext.size());
+  out->resize(head + ZSTD_compressBound(plaintext.size()));
+  const size_t n =
+      ZSTD_compress2(c, out->data() + head, out->size() - head, plaintext.data(), plaintext.size());
   if (ZSTD_isError(n)) return false;
-  out->resize(ChunkId::kSize + n);
+  out->resize(head + n);
   return true;
 }
 
-Result<std::string> DecodeDelta(std::string_view stored, const std::string& base,
+Result<std::string> DecodeDelta(std::string_view stored, std::string_view prefix,
                                 uint32_t raw_size) {
   ZSTD_DCtx* d = Contexts().d;
   ZSTD_DCtx_reset(d, ZSTD_reset_session_and_parameters);
-  if (ZSTD_isError(ZSTD_DCtx_refPrefix(d, base.data(), base.size()))) {
+  if (ZSTD_isError(ZSTD_DCtx_refPrefix(d, prefix.data(), prefix.size()))) {
     return InvalidArgument("delta chunk frame: zstd refused its base");
   }
   std::string plain(raw_size, '\0');
@@ -314,22 +327,62 @@ Result<json> ParseJson(std::string_view body) {
 }
 
 void AppendChunkFrame(const ChunkId& id, std::string_view plaintext, std::string* out,
-                      const DeltaBase* base) {
+                      std::span<const DeltaBase> bases) {
   std::string compressed;
   Codec codec = EncodeChunk(AsBytes(plaintext), kWireZstdLevel, &compressed);
   std::string_view stored = codec == Codec::kZstd ? std::string_view(compressed) : plaintext;
   uint8_t wire_codec = static_cast<uint8_t>(codec);
   std::string delta;
-  if (base != nullptr && base->id != id && EncodeDelta(plaintext, *base, &delta) &&
+  bases = bases.first(std::min(bases.size(), kMaxDeltaBases));
+  const bool self =
+      std::any_of(bases.begin(), bases.end(), [&](const DeltaBase& b) { return b.id == id; });
+  if (!bases.empty() && !self && EncodeDelta(plaintext, bases, &delta) &&
       delta.size() < stored.size()) {
     stored = delta;
-    wire_codec = kDeltaCodec;
+    wire_codec = bases.size() == 1 ? kDeltaCodec : kMultiDeltaCodec;
   }
   out->append(id.raw());
   PutBigEndian32(out, static_cast<uint32_t>(plaintext.size()));
   out->push_back(static_cast<char>(wire_codec));
   PutBigEndian32(out, static_cast<uint32_t>(stored.size()));
   out->append(stored);
+}
+
+std::vector<size_t> DeltaBaseIndices(const std::vector<uint64_t>& base_ends, uint64_t start,
+                                     uint64_t end, uint64_t new_size) {
+  if (base_ends.empty() || end <= start) return {};
+  const uint64_t old_size = base_ends.back();
+  if (start >= old_size) return {base_ends.size() - 1};
+  auto scale = [&](uint64_t at) {
+    if (new_size == 0) return at;
+    return static_cast<uint64_t>(static_cast<unsigned __int128>(at) * old_size / new_size);
+  };
+  const uint64_t scaled_start = scale(start), scaled_end = scale(end);
+  const uint64_t widen = (end - start) / 4;
+  uint64_t lo = std::min(start, scaled_start), hi = std::max(end, scaled_end);
+  lo = lo > widen ? lo - widen : 0;
+  hi = std::min(hi + widen, old_size);
+  auto overlap = [](uint64_t a0, uint64_t a1, uint64_t b0, uint64_t b1) -> uint64_t {
+    return std::min(a1, b1) > std::max(a0, b0) ? std::min(a1, b1) - std::max(a0, b0) : 0;
+  };
+  std::vector<std::pair<uint64_t, size_t>> scored;  // (overlap, index)
+  for (size_t j = std::upper_bound(base_ends.begin(), base_ends.end(), lo) - base_ends.begin();
+       j < base_ends.size(); ++j) {
+    const uint64_t begin = j == 0 ? 0 : base_ends[j - 1];
+    if (begin >= hi) break;
+    scored.emplace_back(overlap(begin, base_ends[j], start, end) +
+                            overlap(begin, base_ends[j], scaled_start, scaled_end) +
+                            overlap(begin, base_ends[j], lo, hi),
+                        j);
+  }
+  std::stable_sort(scored.begin(), scored.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::vector<size_t> out;
+  for (size_t k = 0; k < scored.size() && out.size() < kMaxDeltaBases; ++k) {
+    out.push_back(scored[k].second);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 Result<std::optional<ChunkFrame>> NextChunkFrame(std::string_view* in, const BaseLookup* bases) {
@@ -341,26 +394,43 @@ Result<std::optional<ChunkFrame>> NextChunkFrame(std::string_view* in, const Bas
   uint32_t raw_size = GetBigEndian32(p + 32);
   uint8_t codec = static_cast<uint8_t>(p[36]);
   uint32_t stored_size = GetBigEndian32(p + 37);
-  if (!IsKnownCodec(codec) && codec != kDeltaCodec) {
-    return InvalidArgument("chunk frame with unknown codec");
-  }
+  const bool delta = codec == kDeltaCodec || codec == kMultiDeltaCodec;
+  if (!IsKnownCodec(codec) && !delta) return InvalidArgument("chunk frame with unknown codec");
   if (raw_size == 0 || raw_size > kMaxWireChunk || stored_size > kMaxWireChunk) {
     return InvalidArgument("chunk frame with an impossible size");
   }
   if (in->size() - kFrameHeaderBytes < stored_size) return InvalidArgument("truncated chunk frame");
   std::string_view stored = in->substr(kFrameHeaderBytes, stored_size);
-  if (codec == kDeltaCodec) {
+  if (delta) {
     if (bases == nullptr) return InvalidArgument("a delta chunk frame where none is expected");
-    if (stored.size() < ChunkId::kSize) return InvalidArgument("truncated delta chunk frame");
-    const std::shared_ptr<const std::string> base =
-        (*bases)(*ChunkId::FromBytes(stored.substr(0, ChunkId::kSize)));
+    size_t count = 1;
+    if (codec == kMultiDeltaCodec) {
+      if (stored.empty()) return InvalidArgument("truncated delta chunk frame");
+      count = static_cast<uint8_t>(stored[0]);
+      if (count < 2 || count > kMaxDeltaBases) {
+        return InvalidArgument("delta chunk frame with " + std::to_string(count) + " bases");
+      }
+      stored.remove_prefix(1);
+    }
+    if (stored.size() < count * ChunkId::kSize)
+      return InvalidArgument("truncated delta chunk frame");
+    std::vector<std::shared_ptr<const std::string>> found;
+    for (size_t k = 0; k < count; ++k) {
+      found.push_back(
+          (*bases)(*ChunkId::FromBytes(stored.substr(k * ChunkId::kSize, ChunkId::kSize))));
+    }
+    stored.remove_prefix(count * ChunkId::kSize);
     in->remove_prefix(kFrameHeaderBytes + stored_size);
-    if (base == nullptr) {
+    if (std::find(found.begin(), found.end(), nullptr) != found.end()) {
       frame.unresolved = true;
       return std::optional<ChunkFrame>(std::move(frame));
     }
+    std::string joined;
+    if (count > 1) {
+      for (const auto& b : found) joined += *b;
+    }
     WEFT_ASSIGN_OR_RETURN(frame.plaintext,
-                          DecodeDelta(stored.substr(ChunkId::kSize), *base, raw_size));
+                          DecodeDelta(stored, count > 1 ? joined : *found[0], raw_size));
     if (ChunkId::Of(AsBytes(frame.plaintext)) != frame.id) {
       return InvalidArgument("chunk frame " + frame.id.ShortHex() + " does not match its bytes");
     }

@@ -2,10 +2,13 @@
 // frames, each chunk zstd-compressed when that saves at least 5 %:
 //
 //   frame := id[32] plaintext_length:u32be codec:u8 stored_length:u32be stored[stored_length]
-//   codec := 0 raw | 1 zstd | 2 delta
+//   codec := 0 raw | 1 zstd | 2 delta | 3 delta over several bases
 //   delta stored := base_id[32] zstd frame compressed with the base chunk's plaintext as its
 //                   prefix (zstd --patch-from): a chunk the receiver holds, of an earlier
 //                   version of the same file, so an edited region costs about its own size
+//   codec 3 stored := count:u8 base_id[32]*count zstd frame, the bases' plaintexts joined in
+//                   order as the prefix (2 <= count <= kMaxDeltaBases): where content moved
+//                   by insertions or deletions, a new chunk's old content spans old chunks
 //
 // A commit body is a JSON header, then frames of the chunks sent inline:
 //
@@ -19,6 +22,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -87,16 +91,26 @@ std::optional<std::string> CompressJson(std::string_view text);
 // kMaxZstdJsonBytes.
 Result<std::string> DecompressJson(std::string_view body);
 
-// A chunk the receiver holds, to encode another against (codec 2).
+// A chunk the receiver holds, to encode another against (codecs 2 and 3).
 struct DeltaBase {
   ChunkId id;
   std::string_view plaintext;
 };
+// Bases one delta frame may name.
+inline constexpr size_t kMaxDeltaBases = 4;
 
 // Appends one frame carrying `plaintext`: compressed when it pays, and as a delta against
-// `base` when one is given and that is smaller still.
+// `bases` (the first kMaxDeltaBases, in order) when some are given and that is smaller still.
 void AppendChunkFrame(const ChunkId& id, std::string_view plaintext, std::string* out,
-                      const DeltaBase* base = nullptr);
+                      std::span<const DeltaBase> bases = {});
+
+// Which chunks of an earlier version of a file (chunk i ends at base_ends[i]) to send the new
+// chunk at [start, end) of a `new_size`-byte version as a delta against: those overlapping
+// the same range and the range scaled to the earlier size (content inserted or deleted all
+// through a file shifts it so), widened by a quarter on each side; past the earlier end, its
+// last chunk. At most kMaxDeltaBases, those overlapping most; ascending.
+std::vector<size_t> DeltaBaseIndices(const std::vector<uint64_t>& base_ends, uint64_t start,
+                                     uint64_t end, uint64_t new_size);
 
 struct ChunkFrame {
   ChunkId id;

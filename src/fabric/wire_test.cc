@@ -5,6 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <map>
+
 #include "base/test_util.h"
 #include "base/utf8.h"
 
@@ -22,7 +25,7 @@ TEST(WireTest, DeltaFramesCarryAnEditInAboutItsSize) {
   const DeltaBase delta{base_id, base};
   std::string plain_frame, delta_frame;
   AppendChunkFrame(id, edited, &plain_frame);
-  AppendChunkFrame(id, edited, &delta_frame, &delta);
+  AppendChunkFrame(id, edited, &delta_frame, {&delta, 1});
   EXPECT_GT(plain_frame.size(), 200'000u);
   EXPECT_LT(delta_frame.size(), 2'000u + 200);
 
@@ -70,7 +73,7 @@ TEST(WireTest, AnUnrelatedBaseFallsBackToThePlainFrame) {
   const DeltaBase delta{ChunkId::Of(AsBytes(other)), other};
   std::string with, without;
   AppendChunkFrame(ChunkId::Of(AsBytes(data)), data, &without);
-  AppendChunkFrame(ChunkId::Of(AsBytes(data)), data, &with, &delta);
+  AppendChunkFrame(ChunkId::Of(AsBytes(data)), data, &with, {&delta, 1});
   EXPECT_LE(with.size(), without.size());
   std::string_view in = with;
   auto frame = NextChunkFrame(&in);  // no delta inside: no bases needed
@@ -128,6 +131,70 @@ TEST(WireTest, CompressedJsonAnswersRoundTripAndRefuseWhatTheyCannotBe) {
   EXPECT_EQ(DecompressJson(body->substr(0, body->size() / 2)).status().code(),
             StatusCode::kInvalidArgument);
   EXPECT_EQ(DecompressJson("ab").status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(WireTest, ADeltaOverSeveralBasesCarriesContentThatMovedAcrossOldChunks) {
+  // Three old chunks; the new chunk is the end of the first, all of the second and the start
+  // of the third, with a few bytes deleted here and there: no single base holds it.
+  const std::string a = RandomBytes(60'000, 11), b = RandomBytes(60'000, 12),
+                    c = RandomBytes(60'000, 13);
+  std::string moved = a.substr(30'000) + b + c.substr(0, 30'000);
+  for (size_t at : {100'000u, 50'000u, 10'000u}) moved.erase(at, 7);
+  const ChunkId id = ChunkId::Of(AsBytes(moved));
+  const std::vector<DeltaBase> bases = {
+      {ChunkId::Of(AsBytes(a)), a}, {ChunkId::Of(AsBytes(b)), b}, {ChunkId::Of(AsBytes(c)), c}};
+  std::string one, several;
+  AppendChunkFrame(id, moved, &one, {&bases[1], 1});
+  AppendChunkFrame(id, moved, &several, bases);
+  EXPECT_GT(one.size(), 55'000u);  // a and c's parts cost their size against b alone
+  EXPECT_LT(several.size(), 1'000u);
+
+  std::map<ChunkId, std::shared_ptr<const std::string>> held;
+  for (const DeltaBase& d : bases) held[d.id] = std::make_shared<const std::string>(d.plaintext);
+  const BaseLookup lookup = [&](const ChunkId& want) -> std::shared_ptr<const std::string> {
+    auto it = held.find(want);
+    return it == held.end() ? nullptr : it->second;
+  };
+  std::string_view in = several;
+  auto frame = NextChunkFrame(&in, &lookup);
+  ASSERT_TRUE(frame.ok()) << frame.status().ToString();
+  EXPECT_EQ((*frame)->plaintext, moved);
+  EXPECT_TRUE(in.empty());
+
+  // One base gone: consumed and flagged, like a single-base delta.
+  held.erase(bases[2].id);
+  in = several;
+  frame = NextChunkFrame(&in, &lookup);
+  ASSERT_TRUE(frame.ok());
+  EXPECT_TRUE((*frame)->unresolved);
+  EXPECT_TRUE(in.empty());
+
+  // A count byte outside 2..kMaxDeltaBases is refused.
+  for (char count : {'\0', '\1', static_cast<char>(kMaxDeltaBases + 1)}) {
+    std::string bad = several;
+    bad[kFrameHeaderBytes] = count;
+    in = bad;
+    EXPECT_EQ(NextChunkFrame(&in, &lookup).status().code(), StatusCode::kInvalidArgument);
+  }
+}
+
+TEST(WireTest, DeltaBasesAreTheOldChunksOfTheSameOrTheScaledRegion) {
+  const std::vector<uint64_t> ends = {100, 200, 300, 400, 500, 600, 700, 800, 900, 1000};
+  // Unchanged size: the chunk at the same place and its neighbours' edges.
+  EXPECT_EQ(DeltaBaseIndices(ends, 300, 400, 1000), (std::vector<size_t>{2, 3, 4}));
+  // Past the old end (an append): the last old chunk.
+  EXPECT_EQ(DeltaBaseIndices(ends, 1000, 1100, 1100), (std::vector<size_t>{9}));
+  // Half the content deleted all through: the new [400, 450) came from about [800, 900).
+  const std::vector<size_t> shrunk = DeltaBaseIndices(ends, 400, 450, 500);
+  EXPECT_LE(shrunk.size(), kMaxDeltaBases);
+  EXPECT_TRUE(std::find(shrunk.begin(), shrunk.end(), 8) != shrunk.end());
+  EXPECT_TRUE(std::find(shrunk.begin(), shrunk.end(), 4) != shrunk.end());
+  EXPECT_TRUE(std::is_sorted(shrunk.begin(), shrunk.end()));
+  // Never more than kMaxDeltaBases, however small the old chunks.
+  std::vector<uint64_t> tiny;
+  for (uint64_t e = 10; e <= 1000; e += 10) tiny.push_back(e);
+  EXPECT_EQ(DeltaBaseIndices(tiny, 200, 600, 1000).size(), kMaxDeltaBases);
+  EXPECT_TRUE(DeltaBaseIndices({}, 0, 10, 10).empty());
 }
 
 }  // namespace

@@ -165,20 +165,18 @@ void SpokeChunks::AddDeltaBases(const std::vector<ChunkRef>& chunks,
   uint64_t end = 0;
   for (const ChunkRef& c : base.chunks) base_ends.push_back(end += c.length);
   std::vector<uint64_t> starts;
-  uint64_t at = 0;
+  uint64_t size = 0;
   for (const ChunkRef& c : chunks) {
-    starts.push_back(at);
-    at += c.length;
+    starts.push_back(size);
+    size += c.length;
   }
   json pairs = json::array();
   for (size_t i : indices) {
-    // Past the old end (an append), the last old chunk: like content, a useful dictionary.
-    const auto j = std::min(
-        static_cast<size_t>(std::upper_bound(base_ends.begin(), base_ends.end(), starts[i]) -
-                            base_ends.begin()),
-        base.chunks.size() - 1);
-    if (!chunks_->Contains(base.chunks[j].id)) continue;
-    pairs.push_back({i, j});
+    json pair = {i};
+    for (size_t j : DeltaBaseIndices(base_ends, starts[i], starts[i] + chunks[i].length, size)) {
+      if (chunks_->Contains(base.chunks[j].id)) pair.push_back(j);
+    }
+    if (pair.size() > 1) pairs.push_back(std::move(pair));
   }
   if (pairs.empty()) return;
   (*item)["base_version"] = base.version_id;

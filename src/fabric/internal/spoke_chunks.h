@@ -90,8 +90,9 @@ class SpokeChunks {
   // The version of `item`'s file that this spoke saw before the one it fetches, if it knows
   // one: its chunks are the bases of deltas.
   std::optional<KnownVersion> BaseFor(const FetchItem& item);
-  // Adds to a fetch item, for each wanted chunk, the chunk of `base` that covers the same
-  // offset, when this spoke holds it: "base_version" and "bases": [[index, base index], ...].
+  // Adds to a fetch item, for each wanted chunk, the chunks of `base` in its region
+  // (DeltaBaseIndices) that this spoke holds: "base_version" and "bases": [[index, base
+  // index, ...], ...].
   void AddDeltaBases(const std::vector<ChunkRef>& chunks, const std::vector<size_t>& indices,
                      const KnownVersion& base, nlohmann::json* item);
 

@@ -231,6 +231,7 @@ Status HubService::Dispatch(Call& call) {
     if (call.op == "lookup") return Lookup(call);
     if (call.op == "renew") return Renew(call);
     if (call.op == "list") return List(call);
+    if (call.op == "dir") return Dir(call);
     if (call.op == "fetch") return Fetch(call);
     if (call.op == "missing") return Missing(call);
     if (call.op == "upload") return UploadChunks(call);
@@ -423,47 +424,54 @@ Status HubService::LookupOne(Call& call, const std::string& spoke, const json& a
   (*reply)["chunks"] = ChunksToJson(chunks);
   // A spoke about to read a small file takes its bytes along: one round trip, not two. The
   // chunks are named by their bytes, so they stay right whatever the lease does later.
-  const uint64_t inline_max =
-      std::min<uint64_t>(args.value("inline_bytes", uint64_t{0}), kMaxInlineBytes);
-  if (frames != nullptr && file && info->size <= inline_max) {
-    // Chunks the spoke says it holds (it read an earlier version, or this one before its
-    // lease lapsed) stay out: a re-read of unchanged files moves metadata only.
-    std::set<ChunkId> have;
-    if (auto listed = args.find("have"); listed != args.end() && listed->is_array()) {
-      for (const json& h : *listed) {
-        if (have.size() >= kMaxHaveIds) break;
-        if (!h.is_string()) return InvalidArgument("lookup: 'have' holds chunk ids in hex");
-        std::optional<ChunkId> id = ChunkId::FromHex(h.get<std::string>());
-        if (!id) return InvalidArgument("lookup: 'have' holds chunk ids in hex");
-        have.insert(*id);
-      }
-    }
-    // The rest goes as deltas against the chunks of the version the spoke holds them of, in
-    // the same region (an edited or appended-to file costs about what changed).
-    std::unique_ptr<FileReader> base;
-    if (auto version = OptionalString(args, "base_version"); version && !have.empty()) {
-      if (auto opened = OpenVersion(call.ctx, path, *version); opened.ok())
-        base = std::move(*opened);
-    }
-    const std::vector<uint64_t> base_ends =
-        base ? ChunkEnds(base->chunks()) : std::vector<uint64_t>();
-    std::string out;
-    uint64_t offset = 0;
-    for (size_t i = 0; i < chunks.size(); offset += chunks[i++].length) {
-      if (have.contains(chunks[i].id)) continue;
-      std::vector<size_t> held;
-      for (size_t j : DeltaBaseIndices(base_ends, offset, offset + chunks[i].length, info->size)) {
-        if (have.contains(base->chunks()[j].id)) held.push_back(j);
-      }
-      WEFT_RETURN_IF_ERROR(AppendFrame(*file, i, base.get(), held, &out));
-    }
-    {
-      std::lock_guard lock(mu_);
-      spokes_[spoke].bytes_sent += out.size();
-    }
-    *frames = std::move(out);
+  if (frames != nullptr && file) {
+    WEFT_ASSIGN_OR_RETURN(*frames, InlineFrames(call, spoke, args, path, *file));
   }
   return OkStatus();
+}
+
+Result<std::optional<std::string>> HubService::InlineFrames(Call& call, const std::string& spoke,
+                                                            const json& args,
+                                                            const std::string& path,
+                                                            FileReader& file) {
+  const uint64_t inline_max =
+      std::min<uint64_t>(args.value("inline_bytes", uint64_t{0}), kMaxInlineBytes);
+  if (file.info().size > inline_max) return std::optional<std::string>();
+  // Chunks the spoke says it holds (it read an earlier version, or this one before its lease
+  // lapsed) stay out: a re-read of unchanged files moves metadata only.
+  std::set<ChunkId> have;
+  if (auto listed = args.find("have"); listed != args.end() && listed->is_array()) {
+    for (const json& h : *listed) {
+      if (have.size() >= kMaxHaveIds) break;
+      if (!h.is_string()) return InvalidArgument("lookup: 'have' holds chunk ids in hex");
+      std::optional<ChunkId> id = ChunkId::FromHex(h.get<std::string>());
+      if (!id) return InvalidArgument("lookup: 'have' holds chunk ids in hex");
+      have.insert(*id);
+    }
+  }
+  // The rest goes as deltas against the chunks of the version the spoke holds them of, in the
+  // same region (an edited or appended-to file costs about what changed).
+  std::unique_ptr<FileReader> base;
+  if (auto version = OptionalString(args, "base_version"); version && !have.empty()) {
+    if (auto opened = OpenVersion(call.ctx, path, *version); opened.ok()) base = std::move(*opened);
+  }
+  const std::vector<uint64_t> base_ends =
+      base ? ChunkEnds(base->chunks()) : std::vector<uint64_t>();
+  const std::vector<ChunkRef>& chunks = file.chunks();
+  std::string out;
+  uint64_t offset = 0;
+  for (size_t i = 0; i < chunks.size(); offset += chunks[i++].length) {
+    if (have.contains(chunks[i].id)) continue;
+    std::vector<size_t> held;
+    for (size_t j :
+         DeltaBaseIndices(base_ends, offset, offset + chunks[i].length, file.info().size)) {
+      if (have.contains(base->chunks()[j].id)) held.push_back(j);
+    }
+    WEFT_RETURN_IF_ERROR(AppendFrame(file, i, base.get(), held, &out));
+  }
+  std::lock_guard lock(mu_);
+  spokes_[spoke].bytes_sent += out.size();
+  return std::optional<std::string>(std::move(out));
 }
 
 Result<std::string> HubService::RulePath(const RequestContext& ctx, const std::string& path) {
@@ -622,6 +630,146 @@ Status HubService::List(Call& call) {
   call.reply["truncated"] = page.truncated;
   // A spoke must not take a name missing from this page for one missing from the directory.
   if (withheld) call.reply["withheld"] = true;
+  return OkStatus();
+}
+
+Status HubService::Dir(Call& call) {
+  const std::string spoke = call.args.at("spoke").get<std::string>();
+  WEFT_ASSIGN_OR_RETURN(std::string path, NormalisePath(call.args.at("path").get<std::string>()));
+  const uint64_t chunks_max =
+      std::min<uint64_t>(call.args.value("chunks_max_bytes", uint64_t{0}), kMaxInlineBytes);
+  const std::optional<uint64_t> since = call.args.contains("since")
+                                            ? std::optional(call.args.at("since").get<uint64_t>())
+                                            : std::nullopt;
+  WEFT_RETURN_IF_ERROR(AuthorizeRead(call.ctx, auth::kList, path));
+  WEFT_RETURN_IF_ERROR(CheckResidency(call.ctx, call.tags, path, ReadOptions{}));
+  // An entry as the spoke caches it; nullopt for a directory resident elsewhere (not even
+  // its name leaves the hub). Chunk lists only of files the caller may read.
+  bool withheld = false;
+  // Only for a file the spoke read before (it names the chunks it holds of it): the chunks of
+  // one it never read may be ones it holds under another name, and are fetched once listed.
+  const std::optional<std::string> read =
+      call.args.contains("have") ? OptionalString(call.args, "read") : std::nullopt;
+  std::unique_ptr<FileReader> read_file;  // the reader of `read`, for its inline frames
+  auto entry = [&](const std::string& name, const FileInfo& info) -> Result<std::optional<json>> {
+    if (info.type == FileType::kDirectory) {
+      auto it = info.attributes.find(kResidencyAttribute);
+      if (it != info.attributes.end() && !SiteMayHold(call.tags, SplitSiteTags(it->second))) {
+        withheld = true;
+        return std::optional<json>();
+      }
+    }
+    json j = {{"name", name}, {"info", InfoToJson(info)}};
+    const std::string child = ChildPath(path, name);
+    if (info.type == FileType::kFile && info.size <= chunks_max &&
+        AuthorizeRead(call.ctx, auth::kRead, child).ok()) {
+      Result<std::unique_ptr<FileReader>> reader = volume_->OpenReader(call.ctx, child);
+      // Changed since the listing: the reader's own info goes with its chunks.
+      if (reader.ok()) {
+        j["info"] = InfoToJson((*reader)->info());
+        j["chunks"] = ChunksToJson((*reader)->chunks());
+        if (read && *read == name) read_file = std::move(*reader);
+      }
+    }
+    return std::optional<json>(std::move(j));
+  };
+  json entries = json::array(), removed = json::array();
+  uint64_t sequence = 0;
+  bool delta = false, too_large = false;
+  Status failed;
+  auto lease = GrantAround(spoke, LeaseKey(path, std::nullopt), [&] {
+    failed = [&]() -> Status {
+      // The sequence first: every change after it is then in the feed read next.
+      ReadDirOptions head;
+      head.limit = 1;
+      WEFT_ASSIGN_OR_RETURN(ReadDirPage now, volume_->ReadDir(call.ctx, path, head));
+      if (since && now.sequence != 0 && *since <= now.sequence) {
+        Result<std::vector<Change>> changes =
+            volume_->ReadChanges(call.ctx, *since, kMaxDirChanges + 1);
+        std::set<std::string> names;
+        // Usable when complete: no gap after `since` (a trimmed feed), within the bound, and
+        // nothing renamed or changed at this directory or above it.
+        bool usable = changes.ok() && changes->size() <= kMaxDirChanges &&
+                      (*since == now.sequence ||
+                       (!changes->empty() && changes->front().sequence == *since + 1));
+        for (size_t k = 0; usable && k < changes->size(); ++k) {
+          const Change& c = (*changes)[k];
+          sequence = std::max(sequence, c.sequence);
+          for (const std::string* p : {&c.path, &c.path2}) {
+            // path2 names a path only for a rename (a symlink's target, a version id).
+            if (p->empty() || (p == &c.path2 && c.op != "rename")) continue;
+            if (IsAtOrUnder(path, *p)) {
+              usable = false;
+              break;
+            }
+            // The child of `path` on the way to a changed path: the file itself, or a
+            // directory a write may have created.
+            if (IsAtOrUnder(*p, path)) {
+              std::string_view rest =
+                  std::string_view(*p).substr(path == "/" ? 1 : path.size() + 1);
+              names.insert(std::string(rest.substr(0, rest.find('/'))));
+            }
+          }
+        }
+        if (usable) {
+          delta = true;
+          sequence = std::max(sequence, now.sequence);
+          for (const std::string& name : names) {
+            Result<FileInfo> info = volume_->Stat(call.ctx, ChildPath(path, name));
+            if (info.status().code() == StatusCode::kNotFound) {
+              removed.push_back(name);
+              continue;
+            }
+            WEFT_RETURN_IF_ERROR(info.status());
+            WEFT_ASSIGN_OR_RETURN(std::optional<json> e, entry(name, *info));
+            if (e) entries.push_back(std::move(*e));
+          }
+          return OkStatus();
+        }
+      }
+      ReadDirOptions whole;
+      whole.limit = kMaxDirEntries;
+      whole.with_info = true;
+      WEFT_ASSIGN_OR_RETURN(ReadDirPage page, volume_->ReadDir(call.ctx, path, whole));
+      if (page.truncated) {
+        too_large = true;
+        return OkStatus();
+      }
+      sequence = page.sequence;
+      for (const DirEntry& d : page.entries) {
+        if (!d.info) continue;
+        WEFT_ASSIGN_OR_RETURN(std::optional<json> e, entry(d.name, *d.info));
+        if (e) entries.push_back(std::move(*e));
+      }
+      return OkStatus();
+    }();
+  });
+  call.reply["lease_ms"] = lease.count();
+  WEFT_RETURN_IF_ERROR(failed);
+  if (too_large) {
+    call.reply["too_large"] = true;
+    return OkStatus();
+  }
+  call.reply["entries"] = std::move(entries);
+  if (delta) {
+    call.reply["since"] = *since;
+    call.reply["removed"] = std::move(removed);
+  }
+  // A spoke keeps an answer as the base of the next only with a sequence, and only whole.
+  if (!withheld) call.reply["sequence"] = sequence;
+  if (withheld) call.reply["withheld"] = true;
+  if (read && !read_file && !withheld &&
+      AuthorizeRead(call.ctx, auth::kRead, ChildPath(path, *read)).ok()) {
+    // Unchanged since the spoke's manifest: its bytes too, less the chunks it says it holds
+    // (a file its cache let go of since).
+    if (auto reader = volume_->OpenReader(call.ctx, ChildPath(path, *read)); reader.ok()) {
+      read_file = std::move(*reader);
+    }
+  }
+  if (read_file) {
+    WEFT_ASSIGN_OR_RETURN(call.frames_reply,
+                          InlineFrames(call, spoke, call.args, ChildPath(path, *read), *read_file));
+  }
   return OkStatus();
 }
 

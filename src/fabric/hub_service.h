@@ -83,7 +83,20 @@ class HubService : public net::HttpHandler {
   // into `reply`, and with `frames` non-null the chunks of a file up to inline_bytes there.
   Status LookupOne(Call& call, const std::string& spoke, const nlohmann::json& args,
                    nlohmann::json* reply, std::optional<std::string>* frames);
+  // The chunks of `file` (the reader of `path` a lookup found) for a spoke that takes a small
+  // file's bytes with its answer (args: "inline_bytes", "have", "base_version"), as frames;
+  // nullopt for a file larger than that.
+  Result<std::optional<std::string>> InlineFrames(Call& call, const std::string& spoke,
+                                                  const nlohmann::json& args,
+                                                  const std::string& path, FileReader& file);
   Status List(Call& call);
+  // A directory's entries with their infos and, for files up to "chunks_max_bytes", their
+  // chunk lists, whole (up to kMaxDirEntries) or, with "since" (a sequence an earlier answer
+  // gave), only the entries changed since: a spoke revalidates a directory in one round trip
+  // that costs what changed, and reads files it already holds chunks of (renamed, copied)
+  // without moving them. With "read" (a name in it) and InlineFrames' arguments, that small
+  // file's bytes come along, as with a lookup.
+  Status Dir(Call& call);
   Status Manifest(Call& call);
   // A version of `path`, also when `path` is in a snapshot (/.weft/snapshots/NAME/...).
   Result<std::unique_ptr<FileReader>> OpenVersion(const RequestContext& ctx,

@@ -161,6 +161,20 @@ bool MetaCache::InstallListed(const Ticket& ticket, int64_t lease_ms, SteadyTime
   return true;
 }
 
+bool MetaCache::InstallDir(const Ticket& ticket, int64_t lease_ms, SteadyTime now,
+                           const std::vector<std::pair<const CachedLookup*, bool>>& entries,
+                           bool withheld) {
+  std::lock_guard lock(mu_);
+  Dir* d = InstallLocked(ticket, lease_ms, now);
+  if (d == nullptr) return false;
+  for (const auto& [lookup, complete] : entries) {
+    if (complete) d->lookups[lookup->info.path] = *lookup;
+    d->listed[lookup->info.path] = lookup->info;
+  }
+  d->whole = d->whole || !withheld;
+  return true;
+}
+
 void MetaCache::Invalidate(const Affected& affected) {
   std::lock_guard lock(mu_);
   for (const std::string& dir : affected.dirs) {

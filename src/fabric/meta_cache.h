@@ -67,6 +67,13 @@ class MetaCache {
   bool InstallListed(const Ticket& ticket, int64_t lease_ms, SteadyTime now, const std::string& dir,
                      const ReadDirPage& listing, bool whole);
 
+  // A whole directory (the ticket's key) as a `dir` answer gave it: each entry with whether
+  // it is complete (not a file, or a file with its chunk list). Complete entries answer
+  // FindLookup; all answer FindForStat, where a path not among them is NotFound unless
+  // `withheld` (the hub left some out).
+  bool InstallDir(const Ticket& ticket, int64_t lease_ms, SteadyTime now,
+                  const std::vector<std::pair<const CachedLookup*, bool>>& entries, bool withheld);
+
   // Directories worth renewing at `now`: their lease still runs but has under half its length
   // left, and something was found under them within the last kInUseFor (or lease, if longer).
   std::vector<std::string> Renewable(SteadyTime now);

@@ -54,6 +54,10 @@ inline constexpr size_t kFrameHeaderBytes = 32 + 4 + 1 + 4;
 inline constexpr uint32_t kMaxWireChunk = 16u << 20;
 // Paths (or lease keys) one batched `lookup` (or `renew`) may name.
 inline constexpr size_t kMaxLookupBatch = 1000;
+// Entries a `dir` answer lists whole (a larger directory is looked up path by path).
+inline constexpr uint32_t kMaxDirEntries = 4096;
+// Changes a `dir` answer with "since" reads from the change feed before it lists whole.
+inline constexpr uint32_t kMaxDirChanges = 4096;
 // The largest file a lookup carries inline.
 inline constexpr uint64_t kMaxInlineBytes = 4 << 20;
 // Chunk ids a lookup's 'have' may name (the chunks of one small file).

@@ -273,6 +273,7 @@ class LocalVolume final : public Volume {
     std::string display;                // the path as the caller named it
     VirtualDir virtual_dir = VirtualDir::kNone;
     uint64_t dir_token = DirCache::kNoToken;  // live views: dir_cache_ may serve the parents
+    bool live = false;                        // the current tree, not a snapshot's
   };
   Result<ReadTarget> ParseReadTarget(const std::string& path,
                                      const std::optional<std::string>& snapshot);
@@ -648,6 +649,7 @@ Result<LocalVolume::ReadTarget> LocalVolume::ParseReadTarget(
   } else {
     t.segments = std::move(segments);
     t.dir_token = dir_cache_.Confirm(token);
+    t.live = true;
   }
   t.view = std::make_unique<NamespaceView>(t.snapshot.get(), seq);
   return t;
@@ -713,7 +715,14 @@ Result<ReadDirPage> LocalVolume::ReadDir(const RequestContext& ctx, const std::s
   if (r.inode.type != FileType::kDirectory) {
     return NotADirectory(t.display + ": not a directory");
   }
-  return t.view->List(r.ino, t.display, opts);
+  WEFT_ASSIGN_OR_RETURN(page, t.view->List(r.ino, t.display, opts));
+  if (t.live) {
+    // Read from the same KV snapshot as the entries: the last commit they reflect.
+    WEFT_ASSIGN_OR_RETURN(std::optional<std::string> seq,
+                          t.snapshot->Get(schema::SystemKey("seq")));
+    if (seq) page.sequence = schema::DecodeU64(*seq);
+  }
+  return page;
 }
 
 Result<std::unique_ptr<FileReader>> LocalVolume::OpenReader(const RequestContext&,

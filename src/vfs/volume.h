@@ -102,6 +102,9 @@ struct ReadDirPage {
   std::vector<DirEntry> entries;  // sorted by name (bytewise)
   bool truncated = false;         // more entries follow the last one
   bool stale = false;             // as FileInfo::stale
+  // The commit sequence a live listing reflects (ReadChanges after it tells what changed
+  // since); 0 where the volume cannot tell.
+  uint64_t sequence = 0;
 };
 
 struct WriteOptions {

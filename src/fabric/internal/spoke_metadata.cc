@@ -12,6 +12,11 @@ namespace {
 
 // A stat at a spoke lists the directory when it holds at most this many entries (one page).
 constexpr uint32_t kStatListingEntries = 1000;
+// Directory manifests kept as bases for revalidation, in entries (each a few hundred bytes).
+constexpr size_t kManifestEntries = 256 << 10;
+// A directory too large to list whole is looked up path by path; asked again after this.
+constexpr std::chrono::seconds kLargeDirRetry{300};
+constexpr size_t kMaxLargeDirs = 4096;
 
 bool IsPathError(const Status& s) {
   switch (s.code()) {
@@ -65,11 +70,34 @@ Result<CachedLookup> SpokeMetadata::Lookup(const std::string& hub_path,
     ++hits_;
     return *hit;
   }
+  // The whole directory in one round trip, or what changed in it since it was last listed:
+  // the rest of it is then read without a lookup each, and the chunks a file shares with
+  // what this spoke holds (it was renamed, copied, or read before) are not sent again.
+  const std::string dir = ParentDir(hub_path);
+  std::optional<uint64_t> listed_size;
+  if (!snapshot && hub_path != "/" && !IsAtOrUnder(hub_path, "/.weft") && paths_->InPortal(dir)) {
+    if (Status listed = RevalidateDir(dir, for_read ? &hub_path : nullptr); listed.ok()) {
+      std::optional<CachedLookup> hit = cache_.FindLookup(key, hub_path, Now());
+      if (!hit) {
+        hit = cache_.FindForStat(key, hub_path, Now());
+        if (hit && hit->status.ok()) {  // a file listed without its chunks
+          listed_size = hit->info.size;
+          hit.reset();
+        }
+      }
+      if (hit) return *hit;
+    } else if (listed.code() == StatusCode::kUnavailable) {
+      if (auto old = StaleLookup(key, hub_path)) return *old;
+      return listed;
+    }
+  }
   ++misses_;
   const MetaCache::Ticket ticket = cache_.Begin(key, Now());
   json args = {{"path", hub_path}};
   if (snapshot) args["snapshot"] = *snapshot;
-  if (for_read && options_.inline_read_bytes > 0) {
+  // A file listed as larger than what comes inline: naming the chunks held would be wasted.
+  if (for_read && options_.inline_read_bytes > 0 &&
+      listed_size.value_or(0) <= options_.inline_read_bytes) {
     args["inline_bytes"] = options_.inline_read_bytes;
     chunks_->DescribeHeld(hub_path, &args);
   }
@@ -164,6 +192,13 @@ Result<std::optional<CachedLookup>> SpokeMetadata::StatFromListing(const std::st
     ++hits_;
     return hit;
   }
+  if (Status listed = RevalidateDir(dir); listed.ok()) {
+    if (auto hit = cache_.FindForStat(dir, hub_path, Now())) return hit;
+  } else if (listed.code() == StatusCode::kUnavailable) {
+    if (!options_.stale_ok) return listed;
+    if (auto old = StaleLookup(dir, hub_path)) return old;
+    return std::optional<CachedLookup>();
+  }
   ReadDirOptions whole;
   whole.with_info = true;
   whole.limit = kStatListingEntries;
@@ -178,6 +213,122 @@ Result<std::optional<CachedLookup>> SpokeMetadata::StatFromListing(const std::st
     return std::optional<CachedLookup>();
   }
   return cache_.FindForStat(dir, hub_path, Now());
+}
+
+void SpokeMetadata::Clear() {
+  cache_.Clear();
+  std::lock_guard lock(dirs_mu_);
+  manifests_.clear();
+  manifest_entries_ = 0;
+  large_dirs_.clear();
+}
+
+Status SpokeMetadata::RevalidateDir(const std::string& dir, const std::string* read) {
+  std::promise<Status> done;
+  std::shared_future<Status> running;
+  {
+    std::lock_guard lock(dirs_mu_);
+    if (auto large = large_dirs_.find(dir); large != large_dirs_.end()) {
+      if (large->second > Now()) return FailedPrecondition(dir + ": too large to list whole");
+      large_dirs_.erase(large);
+    }
+    if (auto it = revalidating_.find(dir); it != revalidating_.end()) {
+      running = it->second;
+    } else {
+      revalidating_[dir] = done.get_future().share();
+    }
+  }
+  if (running.valid()) return running.get();
+  Status s = FetchDir(dir, read);
+  {
+    std::lock_guard lock(dirs_mu_);
+    revalidating_.erase(dir);
+  }
+  done.set_value(s);
+  return s;
+}
+
+Status SpokeMetadata::FetchDir(const std::string& dir, const std::string* read) {
+  std::shared_ptr<const DirManifest> base;
+  {
+    std::lock_guard lock(dirs_mu_);
+    if (auto it = manifests_.find(dir); it != manifests_.end()) base = it->second;
+  }
+  const std::string key = LeaseKey(dir, std::nullopt);
+  const MetaCache::Ticket ticket = cache_.Begin(key, Now());
+  json args = {{"path", dir}, {"chunks_max_bytes", options_.inline_read_bytes}};
+  if (base) args["since"] = base->sequence;
+  if (read != nullptr && options_.inline_read_bytes > 0) {
+    args["read"] = read->substr(read->rfind('/') + 1);
+    args["inline_bytes"] = options_.inline_read_bytes;
+    chunks_->DescribeHeld(*read, &args);
+  }
+  ++misses_;
+  std::string frames;
+  WEFT_ASSIGN_OR_RETURN(json reply, hub_->Call("dir", args, nullptr, &frames));
+  WEFT_RETURN_IF_ERROR(chunks_->StoreFrames(frames).status());
+  if (reply.value("too_large", false)) {
+    std::lock_guard lock(dirs_mu_);
+    if (large_dirs_.size() >= kMaxLargeDirs) large_dirs_.clear();
+    large_dirs_[dir] = Now() + kLargeDirRetry;
+    return FailedPrecondition(dir + ": too large to list whole");
+  }
+  auto fresh = std::make_shared<DirManifest>();
+  std::vector<std::pair<std::string, const CachedLookup*>> learned;  // files with chunks
+  try {
+    if (reply.contains("since")) {
+      if (!base || reply.at("since").get<uint64_t>() != base->sequence) {
+        return Internal("hub answered changes since a sequence not asked for");
+      }
+      fresh->entries = base->entries;
+      for (const json& name : reply.at("removed")) fresh->entries.erase(name.get<std::string>());
+    }
+    for (const json& e : reply.at("entries")) {
+      std::pair<CachedLookup, bool> entry;
+      WEFT_ASSIGN_OR_RETURN(entry.first.info, InfoFromJson(e.at("info")));
+      entry.second = entry.first.info.type != FileType::kFile || e.contains("chunks");
+      if (e.contains("chunks")) {
+        WEFT_ASSIGN_OR_RETURN(entry.first.chunks, ChunksFromJson(e.at("chunks")));
+      }
+      if (ParentDir(entry.first.info.path) != dir) {
+        return Internal("hub listed " + entry.first.info.path + " in " + dir);
+      }
+      auto& slot = fresh->entries[e.at("name").get<std::string>()];
+      slot = std::move(entry);
+      if (slot.second && slot.first.info.type == FileType::kFile) {
+        learned.emplace_back(slot.first.info.path, &slot.first);
+      }
+    }
+    fresh->sequence = reply.value("sequence", uint64_t{0});
+  } catch (const json::exception& e) {
+    return InvalidArgument(std::string("malformed directory from the hub: ") + e.what());
+  }
+  for (const auto& [path, lookup] : learned) {
+    chunks_->Remember(path, lookup->info.version_id, lookup->chunks);
+  }
+  const bool withheld = reply.value("withheld", false);
+  std::vector<std::pair<const CachedLookup*, bool>> entries;
+  for (const auto& [name, entry] : fresh->entries) entries.emplace_back(&entry.first, entry.second);
+  if (!cache_.InstallDir(ticket, reply.value("lease_ms", int64_t{0}), Now(), entries, withheld)) {
+    return Aborted(dir + " changed while it was listed");
+  }
+  std::lock_guard lock(dirs_mu_);
+  if (auto old = manifests_.find(dir); old != manifests_.end()) {
+    manifest_entries_ -= old->second->entries.size();
+    manifests_.erase(old);
+  }
+  if (fresh->sequence == 0 || withheld) return OkStatus();
+  // Bounded: past kManifestEntries, forget others (any: a forgotten directory costs one
+  // whole listing next time, not a wrong answer).
+  while (manifest_entries_ + fresh->entries.size() > kManifestEntries && !manifests_.empty()) {
+    manifest_entries_ -= manifests_.begin()->second->entries.size();
+    manifests_.erase(manifests_.begin());
+  }
+  if (fresh->entries.size() <= kManifestEntries) {
+    manifest_entries_ += fresh->entries.size();
+    manifests_[dir] = std::move(fresh);
+  }
+  return OkStatus();
 }
 
 void SpokeMetadata::PollLoop() {

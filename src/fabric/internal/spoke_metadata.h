@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -16,6 +17,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "base/clock.h"
@@ -50,6 +52,15 @@ struct SnapshotView {
   uint64_t sequence = 0;
   std::string root;                             // the hub directory it covers
   std::map<std::string, CachedLookup> entries;  // by path below the root ("" = the root)
+};
+
+// A directory as a `dir` answer last gave it whole, at hub sequence `sequence`: the base the
+// next revalidation asks only the changes since for. Kept across lease expiry and
+// invalidation (it never answers a read itself).
+struct DirManifest {
+  uint64_t sequence = 0;
+  // By name: the entry, and whether it is complete (not a file, or a file with its chunks).
+  std::map<std::string, std::pair<CachedLookup, bool>> entries;
 };
 
 // A read target: what the hub says about it, and the hub path chunks are fetched by.
@@ -93,8 +104,8 @@ class SpokeMetadata {
 
   // What this spoke knew about these hub directories may be stale now.
   void Invalidate(const Affected& affected) { cache_.Invalidate(affected); }
-  // Everything (the hub forgot this spoke's leases).
-  void Clear() { cache_.Clear(); }
+  // Everything (the hub forgot this spoke's leases, and may be another hub now).
+  void Clear();
   // For a chained spoke's leases, by hub lease key (MetaCache::Epoch, Remaining).
   uint64_t Epoch(const std::string& key) { return cache_.Epoch(key); }
   std::chrono::milliseconds Remaining(const std::string& key, uint64_t epoch) {
@@ -113,6 +124,12 @@ class SpokeMetadata {
   Result<std::shared_ptr<const SnapshotView>> Pinned(const std::string& name);
   void PollLoop();
   void RenewLoop();
+  // Leases hub directory `dir` whole into the cache with one `dir` round trip: only what
+  // changed since the manifest kept of it, if any. One at a time per directory (callers that
+  // find one in flight wait for it). FailedPrecondition for a directory too large to list so.
+  // With `read` (a small file of it about to be read), that file's missing chunks come along.
+  Status RevalidateDir(const std::string& dir, const std::string* read = nullptr);
+  Status FetchDir(const std::string& dir, const std::string* read);
 
   HubClient* const hub_;
   SpokeChunks* const chunks_;
@@ -123,6 +140,14 @@ class SpokeMetadata {
   std::mutex pinned_mu_;
   std::map<std::string, std::shared_ptr<const SnapshotView>> pinned_;  // GUARDED_BY(pinned_mu_)
   std::set<std::string> unpinnable_;  // GUARDED_BY(pinned_mu_): too large to pin
+
+  // Manifests of directories listed whole, and directories too large for it (until when not
+  // to ask again); bounded by kManifestEntries entries in all.
+  std::mutex dirs_mu_;
+  std::unordered_map<std::string, std::shared_ptr<const DirManifest>> manifests_;  // by hub dir
+  size_t manifest_entries_ = 0;                             // GUARDED_BY(dirs_mu_)
+  std::unordered_map<std::string, SteadyTime> large_dirs_;  // GUARDED_BY(dirs_mu_)
+  std::unordered_map<std::string, std::shared_future<Status>> revalidating_;  // GUARDED_BY
 
   std::mutex hook_mu_;
   std::function<void(const Affected&)> hook_;  // GUARDED_BY(hook_mu_)

@@ -352,7 +352,14 @@ std::vector<size_t> DeltaBaseIndices(const std::vector<uint64_t>& base_ends, uin
                                      uint64_t end, uint64_t new_size) {
   if (base_ends.empty() || end <= start) return {};
   const uint64_t old_size = base_ends.back();
-  if (start >= old_size) return {base_ends.size() - 1};
+  if (start >= old_size) {  // appended: the old end, like content (the same records, words)
+    std::vector<size_t> last;
+    for (size_t j = base_ends.size() - std::min(base_ends.size(), kMaxDeltaBases);
+         j < base_ends.size(); ++j) {
+      last.push_back(j);
+    }
+    return last;
+  }
   auto scale = [&](uint64_t at) {
     if (new_size == 0) return at;
     return static_cast<uint64_t>(static_cast<unsigned __int128>(at) * old_size / new_size);

@@ -112,7 +112,8 @@ void AppendChunkFrame(const ChunkId& id, std::string_view plaintext, std::string
 // chunk at [start, end) of a `new_size`-byte version as a delta against: those overlapping
 // the same range and the range scaled to the earlier size (content inserted or deleted all
 // through a file shifts it so), widened by a quarter on each side; past the earlier end, its
-// last chunk. At most kMaxDeltaBases, those overlapping most; ascending.
+// last chunks (appended records resemble the last ones). At most kMaxDeltaBases, those
+// overlapping most; ascending.
 std::vector<size_t> DeltaBaseIndices(const std::vector<uint64_t>& base_ends, uint64_t start,
                                      uint64_t end, uint64_t new_size);
 

@@ -182,8 +182,9 @@ TEST(WireTest, DeltaBasesAreTheOldChunksOfTheSameOrTheScaledRegion) {
   const std::vector<uint64_t> ends = {100, 200, 300, 400, 500, 600, 700, 800, 900, 1000};
   // Unchanged size: the chunk at the same place and its neighbours' edges.
   EXPECT_EQ(DeltaBaseIndices(ends, 300, 400, 1000), (std::vector<size_t>{2, 3, 4}));
-  // Past the old end (an append): the last old chunk.
-  EXPECT_EQ(DeltaBaseIndices(ends, 1000, 1100, 1100), (std::vector<size_t>{9}));
+  // Past the old end (an append): the last old chunks.
+  EXPECT_EQ(DeltaBaseIndices(ends, 1000, 1100, 1100), (std::vector<size_t>{6, 7, 8, 9}));
+  EXPECT_EQ(DeltaBaseIndices({100, 200}, 200, 300, 300), (std::vector<size_t>{0, 1}));
   // Half the content deleted all through: the new [400, 450) came from about [800, 900).
   const std::vector<size_t> shrunk = DeltaBaseIndices(ends, 400, 450, 500);
   EXPECT_LE(shrunk.size(), kMaxDeltaBases);

@@ -52,16 +52,20 @@ SpokeChunkStats SpokeChunks::Stats() const {
   return s;
 }
 
-void SpokeChunks::DescribeHeld(const std::string& hub_path, json* args) {
+bool SpokeChunks::DescribeHeld(const std::string& hub_path, uint64_t inline_bytes, json* args) {
   std::optional<KnownContent> known = hints_.Recall(hub_path);
-  if (!known) return;
+  if (!known) return false;
+  uint64_t size = 0;
+  for (const ChunkRef& c : known->latest.chunks) size += c.length;
+  if (size > inline_bytes) return false;
   json have = json::array();
   for (const ChunkRef& c : known->latest.chunks) {
     if (have.size() < kMaxHaveIds && chunks_->Contains(c.id)) have.push_back(c.id.ToHex());
   }
-  if (have.empty()) return;
+  if (have.empty()) return false;
   (*args)["have"] = std::move(have);
   (*args)["base_version"] = known->latest.version_id;
+  return true;
 }
 
 Status SpokeChunks::FetchMany(const std::vector<FetchItem>& items, bool force,

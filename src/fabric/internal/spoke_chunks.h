@@ -76,8 +76,9 @@ class SpokeChunks {
 
   // For a lookup that asks for a file's bytes: names in `*args` ("have", "base_version") what
   // this spoke still holds of the version it last saw, so the hub leaves that out and sends
-  // the rest as deltas against it.
-  void DescribeHeld(const std::string& hub_path, nlohmann::json* args);
+  // the rest as deltas against it. Nothing for a file last seen larger than `inline_bytes`
+  // (its bytes will not come inline: naming its chunks would be wasted). True if it named any.
+  bool DescribeHeld(const std::string& hub_path, uint64_t inline_bytes, nlohmann::json* args);
   // A file's content as the hub just described it (live paths only).
   void Remember(const std::string& hub_path, const std::string& version,
                 const std::vector<ChunkRef>& chunks) {

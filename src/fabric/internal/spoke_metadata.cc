@@ -99,7 +99,7 @@ Result<CachedLookup> SpokeMetadata::Lookup(const std::string& hub_path,
   if (for_read && options_.inline_read_bytes > 0 &&
       listed_size.value_or(0) <= options_.inline_read_bytes) {
     args["inline_bytes"] = options_.inline_read_bytes;
-    chunks_->DescribeHeld(hub_path, &args);
+    chunks_->DescribeHeld(hub_path, options_.inline_read_bytes, &args);
   }
   json error_body;
   std::string frames;
@@ -258,10 +258,11 @@ Status SpokeMetadata::FetchDir(const std::string& dir, const std::string* read) 
   const MetaCache::Ticket ticket = cache_.Begin(key, Now());
   json args = {{"path", dir}, {"chunks_max_bytes", options_.inline_read_bytes}};
   if (base) args["since"] = base->sequence;
-  if (read != nullptr && options_.inline_read_bytes > 0) {
+  // The hub sends a file's bytes with the answer only for a small one the spoke read before.
+  if (read != nullptr && options_.inline_read_bytes > 0 &&
+      chunks_->DescribeHeld(*read, options_.inline_read_bytes, &args)) {
     args["read"] = read->substr(read->rfind('/') + 1);
     args["inline_bytes"] = options_.inline_read_bytes;
-    chunks_->DescribeHeld(*read, &args);
   }
   ++misses_;
   std::string frames;

@@ -83,21 +83,26 @@ WORDS = None
 PHRASES = None
 
 
-def vocabulary(rng):
+def vocabulary():
+    """The words of every generated text. Built once, from a generator of its own: drawing them
+    from a caller's would make what that caller draws next depend on whether another kind was
+    generated first in the same process."""
     global WORDS
     if WORDS is None:
+        rng = random.Random("gen_dataset/vocabulary")
         letters = "etaoinshrdlcumwfgypbvkjxqz"
         weights = [12, 9, 8, 8, 7, 7, 6, 6, 6, 4, 4, 3, 3, 2, 2, 2, 2, 2, 2, 1, 1, 1, 1, 1, 1, 1]
         WORDS = ["".join(rng.choices(letters, weights, k=rng.randint(2, 10))) for _ in range(5000)]
     return WORDS
 
 
-def phrases(rng):
+def phrases():
     """Short word sequences with Zipf-like word frequencies, like natural text. Records are
     built from phrases rather than single words only because it is ten times faster."""
     global PHRASES
     if PHRASES is None:
-        words = vocabulary(rng)
+        rng = random.Random("gen_dataset/phrases")
+        words = vocabulary()
         cum, acc = [], 0.0
         for rank in range(len(words)):
             acc += 1.0 / (rank + 10)  # Zipf-Mandelbrot
@@ -108,7 +113,7 @@ def phrases(rng):
 
 
 def text_line(rng, idx):
-    text = " ".join(rng.choices(phrases(rng), k=rng.randint(3, 60)))
+    text = " ".join(rng.choices(phrases(), k=rng.randint(3, 60)))
     rec = {"id": idx, "text": text, "lang": rng.choice(["en", "de", "fr", "es"]),
            "score": round(rng.random(), 4), "source": f"crawl-{rng.randint(0, 99):02d}"}
     return (json.dumps(rec) + "\n").encode()
@@ -168,7 +173,7 @@ def shard_samples(gen, rng, label, first_key, target):
         size = image_size(rng)
         jpg = image_bytes(gen, f"{label}/{key}", size)
         meta = json.dumps({"key": f"{key:09d}", "width": rng.choice([256, 384, 512]),
-                           "caption": " ".join(rng.choices(vocabulary(rng), k=12))}).encode()
+                           "caption": " ".join(rng.choices(vocabulary(), k=12))}).encode()
         cls = str(rng.randint(0, 999)).encode()
         samples.append((key, jpg, meta, cls))
         total += len(jpg) + len(meta) + len(cls) + 3 * 512

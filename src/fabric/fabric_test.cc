@@ -330,6 +330,8 @@ TEST_P(FabricTest, ANewVersionOfADirectoryCostsWhatChangedInIt) {
   EXPECT_LE(moved, 27'040u + 1'000u);
   // Two round trips of metadata: /data/set's changes and /data/other's listing.
   EXPECT_EQ(read2.metadata_misses - read1.metadata_misses, 2u);
+  EXPECT_EQ(read2.dirs_changed - read1.dirs_changed, 1u);
+  EXPECT_EQ(read2.dirs_whole - read1.dirs_whole, 1u);
 }
 
 // A directory renamed above the spoke's listing (its changes could not be read as a delta of

@@ -83,6 +83,8 @@ class PortalVolumeImpl final : public PortalVolume, private DataStore {
     s.invalidations = m.invalidations;
     s.lease_renewals = m.renewals;
     s.stale_answers = m.stale_answers;
+    s.dirs_whole = m.dirs_whole;
+    s.dirs_changed = m.dirs_changed;
     s.evictions = c.evictions;
     s.evicted_bytes = c.evicted_bytes;
     s.uncached = c.uncached;

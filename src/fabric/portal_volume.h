@@ -82,6 +82,8 @@ struct PortalStats {
   uint64_t invalidations = 0;
   uint64_t lease_renewals = 0;  // directory leases renewed before they lapsed
   uint64_t stale_answers = 0;   // --stale-ok answers from expired metadata
+  uint64_t dirs_whole = 0;      // directories listed whole in one `dir` round trip
+  uint64_t dirs_changed = 0;    // directories revalidated by their changes since (`dir`)
   uint64_t evictions = 0;       // chunks evicted to stay within cache_bytes
   uint64_t evicted_bytes = 0;
   uint64_t uncached = 0;  // fetched chunks served but not kept: the cache's disk was full

@@ -91,6 +91,11 @@ std::string SpokeMetrics(const fabric::PortalVolume& portal) {
           s.invalidations);
   counter("weft_spoke_lease_renewals_total",
           "Directory leases renewed while in use, before they lapsed.", s.lease_renewals);
+  counter("weft_spoke_dirs_listed_whole_total",
+          "Directories listed whole, with small files' chunk lists, in one round trip.",
+          s.dirs_whole);
+  counter("weft_spoke_dirs_revalidated_by_changes_total",
+          "Directories revalidated by the changes since their last listing.", s.dirs_changed);
   counter("weft_spoke_evictions_total", "Chunks evicted to stay within --cache-size.", s.evictions);
   counter("weft_spoke_uncached_chunks_total",
           "Fetched chunks served but not kept because the cache's disk was full.", s.uncached);

@@ -139,6 +139,8 @@ class ByteIdentityTest(FabricTestCase):
         self.assertGreater(int(metrics["weft_spoke_metadata_misses_total"]), 0)
         self.assertGreater(int(metrics["weft_spoke_wire_bytes_uploaded_total"]), len(body))
         self.assertGreaterEqual(int(metrics["weft_spoke_lease_renewals_total"]), 0)
+        self.assertGreater(int(metrics["weft_spoke_dirs_listed_whole_total"]), 0)
+        self.assertGreaterEqual(int(metrics["weft_spoke_dirs_revalidated_by_changes_total"]), 0)
 
 
 class LinearizabilityTest(FabricTestCase):

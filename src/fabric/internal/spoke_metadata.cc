@@ -48,7 +48,7 @@ void SpokeMetadata::SetInvalidationHook(std::function<void(const Affected&)> hoo
 }
 
 SpokeMetadataStats SpokeMetadata::Stats() const {
-  return {hits_, misses_, invalidations_, renewals_, stale_answers_};
+  return {hits_, misses_, invalidations_, renewals_, stale_answers_, dirs_whole_, dirs_changed_};
 }
 
 std::optional<CachedLookup> SpokeMetadata::StaleLookup(const std::string& key,
@@ -301,6 +301,7 @@ Status SpokeMetadata::FetchDir(const std::string& dir, const std::string* read) 
       }
     }
     fresh->sequence = reply.value("sequence", uint64_t{0});
+    ++(reply.contains("since") ? dirs_changed_ : dirs_whole_);
   } catch (const json::exception& e) {
     return InvalidArgument(std::string("malformed directory from the hub: ") + e.what());
   }

@@ -43,6 +43,8 @@ struct SpokeMetadataStats {
   uint64_t invalidations = 0;
   uint64_t renewals = 0;
   uint64_t stale_answers = 0;
+  uint64_t dirs_whole = 0;    // `dir` answers that listed a directory whole
+  uint64_t dirs_changed = 0;  // `dir` answers that named only the changes since the last one
 };
 
 // A snapshot's whole subtree, fetched in one `manifest` round trip. Its content never
@@ -161,6 +163,8 @@ class SpokeMetadata {
   std::atomic<uint64_t> invalidations_ = 0;
   std::atomic<uint64_t> renewals_ = 0;
   std::atomic<uint64_t> stale_answers_ = 0;
+  std::atomic<uint64_t> dirs_whole_ = 0;
+  std::atomic<uint64_t> dirs_changed_ = 0;
 };
 
 }  // namespace weft::fabric

@@ -149,9 +149,8 @@ def main():
         p.error(f"no weft binary at {args.weft}: build the release preset first")
     shutil.rmtree(args.dir, ignore_errors=True)
     os.makedirs(args.dir)
-    procs, rows = [], []
-    try:
-        hub, wan, spoke = fabric_wan.start_fabric(args, procs)
+    rows = []
+    with fabric_wan.running_fabric(args) as (hub, wan, spoke):
         at_hub, at_spoke = fabric_wan.client(hub.value), fabric_wan.client(spoke.value)
         at_hub.create_bucket(Bucket="bench")
         for pattern in patterns:
@@ -180,14 +179,7 @@ def main():
             if pattern == "checkpoint":
                 row["zstd_patch_from"] = patch_from_bytes(v1, v2)
                 row["ratio_vs_patch_from"] = round(weft / row["zstd_patch_from"], 4)
-            benchlib.emit(row)
-            rows.append(row)
-            shutil.rmtree(v1, ignore_errors=True)
-            shutil.rmtree(v2, ignore_errors=True)
-    finally:
-        for proc in reversed(procs):
-            proc.stop()
-        shutil.rmtree(args.dir, ignore_errors=True)
+            fabric_wan.keep(rows, row, v1, v2)
     benchlib.table(rows, ["bench", "files", "changed_files", "weft", "weft_up", "weft_down",
                           "reference", "ratio", "zstd_patch_from", "v2_seconds"])
     print("(weft = bytes on the wire, both ways, to read v2 through the spoke after reading"

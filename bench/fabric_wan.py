@@ -20,6 +20,7 @@ link-rate bound (bytes / rate) beside them, since round trips, not bytes, bound 
 
 import argparse
 import concurrent.futures
+import contextlib
 import os
 import re
 import shutil
@@ -180,6 +181,26 @@ def start_fabric(args, procs):
     return hub, wan, spoke
 
 
+@contextlib.contextmanager
+def running_fabric(args):
+    """start_fabric's (hub, wan, spoke), stopped and args.dir removed on the way out."""
+    procs = []
+    try:
+        yield start_fabric(args, procs)
+    finally:
+        for proc in reversed(procs):
+            proc.stop()
+        shutil.rmtree(args.dir, ignore_errors=True)
+
+
+def keep(rows, row, *trees):
+    """Emits a finished row and removes the datasets it was measured on."""
+    benchlib.emit(row)
+    rows.append(row)
+    for tree in trees:
+        shutil.rmtree(tree, ignore_errors=True)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -195,10 +216,8 @@ def main():
         p.error(f"no weft binary at {args.weft}: build the release preset first")
     shutil.rmtree(args.dir, ignore_errors=True)
     os.makedirs(args.dir)
-    procs = []
     rows = []
-    try:
-        hub, wan, spoke = start_fabric(args, procs)
+    with running_fabric(args) as (hub, wan, spoke):
         at_hub, at_spoke = client(hub.value), client(spoke.value)
         at_hub.create_bucket(Bucket="bench")
         rate = args.rate_mbit * 1e6 / 8
@@ -237,14 +256,7 @@ def main():
                    "v2_seconds": round(secs2, 2),
                    "delay_ms": args.delay_ms, "rate_mbit": args.rate_mbit,
                    "threads": args.threads}
-            benchlib.emit(row)
-            rows.append(row)
-            shutil.rmtree(v1, ignore_errors=True)
-            shutil.rmtree(v2, ignore_errors=True)
-    finally:
-        for proc in reversed(procs):
-            proc.stop()
-        shutil.rmtree(args.dir, ignore_errors=True)
+            keep(rows, row, v1, v2)
     benchlib.table(rows, ["bench", "files", "v1_wire", "v1_tar_zstd", "v1_seconds",
                           "v1_link_bound_seconds", "reread_wire", "reread_fraction", "weft",
                           "reference", "ratio", "rsync_z",

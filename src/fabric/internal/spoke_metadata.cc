@@ -295,6 +295,12 @@ Status SpokeMetadata::FetchDir(const std::string& dir, const std::string* read) 
         return Internal("hub listed " + entry.first.info.path + " in " + dir);
       }
       auto& slot = fresh->entries[e.at("name").get<std::string>()];
+      // The version it replaces, as the base of deltas for its changed chunks (the content
+      // hints may have forgotten it in a dataset larger than they hold).
+      if (slot.second && slot.first.info.type == FileType::kFile && entry.second &&
+          slot.first.info.version_id != entry.first.info.version_id) {
+        chunks_->Remember(slot.first.info.path, slot.first.info.version_id, slot.first.chunks);
+      }
       slot = std::move(entry);
       if (slot.second && slot.first.info.type == FileType::kFile) {
         learned.emplace_back(slot.first.info.path, &slot.first);

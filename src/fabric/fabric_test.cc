@@ -725,6 +725,33 @@ TEST_P(FabricTest, ResidentDirectoriesNeverReachOtherSites) {
   // Extending the resident directory itself is refused at attach.
   EXPECT_EQ(OpenSpoke(hub_, {"/data/eu"}, nullptr, us).status().code(),
             StatusCode::kPermissionDenied);
+  // Nor does a hand-made `dir` call get it: the resident directory is withheld from the
+  // answer, and the file to send along must be a name in the directory, not a path below.
+  HubClientOptions raw;
+  raw.hub_url = hub_.url();
+  raw.connect = hub_.connect();
+  raw.access_key_id = kRootKey;
+  raw.secret_access_key = kRootSecret;
+  auto client = HubClient::Open(raw);
+  ASSERT_TRUE(client.ok());
+  ASSERT_TRUE((*client)->Attach({"us-west", {"us"}, {"/data"}}).ok());
+  std::string frames;
+  auto answer =
+      (*client)->Call("dir", {{"path", "/data"}, {"chunks_max_bytes", 1 << 20}}, nullptr, &frames);
+  ASSERT_TRUE(answer.ok()) << answer.status().ToString();
+  EXPECT_TRUE(answer->value("withheld", false));
+  EXPECT_EQ(answer->at("entries").size(), 1u);
+  EXPECT_EQ(answer->dump().find("scan.dcm"), std::string::npos);
+  for (const char* read : {"eu/scan.dcm", "../data/eu/scan.dcm", ""}) {
+    auto sneak = (*client)->Call("dir",
+                                 {{"path", "/data"},
+                                  {"read", read},
+                                  {"inline_bytes", 1 << 20},
+                                  {"have", {std::string(64, '0')}}},
+                                 nullptr, &frames);
+    EXPECT_EQ(sneak.status().code(), StatusCode::kInvalidArgument) << read;
+  }
+  EXPECT_EQ(frames.find(secret.substr(0, 64)), std::string::npos);
 
   PortalVolumeOptions eu;
   eu.site = "eu-central";

@@ -650,6 +650,8 @@ Status HubService::Dir(Call& call) {
   // one it never read may be ones it holds under another name, and are fetched once listed.
   const std::optional<std::string> read =
       call.args.contains("have") ? OptionalString(call.args, "read") : std::nullopt;
+  // A name in this directory, never a path below it (whose residency was not checked).
+  if (read) WEFT_RETURN_IF_ERROR(ValidateName(*read));
   std::unique_ptr<FileReader> read_file;  // the reader of `read`, for its inline frames
   auto entry = [&](const std::string& name, const FileInfo& info) -> Result<std::optional<json>> {
     if (info.type == FileType::kDirectory) {

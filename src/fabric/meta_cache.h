@@ -78,9 +78,10 @@ class MetaCache {
   // left, and something was found under them within the last kInUseFor (or lease, if longer).
   std::vector<std::string> Renewable(SteadyTime now);
   // How long a directory counts as in use after its last read: long enough to span what
-  // training does between epochs (evaluation, a checkpoint), so the next epoch finds its
-  // metadata still leased instead of paying a lookup per file.
-  static constexpr std::chrono::seconds kInUseFor{60};
+  // training does between epochs (an evaluation, a checkpoint: minutes), so the next epoch
+  // finds its metadata still leased instead of revalidating it. Renewing costs one batched
+  // round trip per half lease for all of them.
+  static constexpr std::chrono::seconds kInUseFor{600};
   // The hub renewed `ticket.key`'s lease for `lease_ms`: keeps its entries for that long, if
   // the lease had not lapsed and no invalidation of the key arrived since the ticket. False
   // otherwise (nothing changes).

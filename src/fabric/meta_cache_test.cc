@@ -127,22 +127,23 @@ TEST_F(MetaCacheTest, ARenewedLeaseKeepsItsEntriesALapsedOneDoesNot) {
   EXPECT_FALSE(cache_.FindLookup("/d", "/d/a", t0_ + milliseconds(1220)).has_value());
 }
 
-// A directory read counts as in use for a minute, so its lease is renewed through what training
-// does between epochs (evaluation, a checkpoint) and the next epoch finds it still leased;
-// after a minute without reads it runs out.
-TEST_F(MetaCacheTest, ADirectoryStaysInUseAMinuteAfterItsLastRead) {
+// A directory read counts as in use for kInUseFor, so its lease is renewed through what
+// training does between epochs (evaluation, a checkpoint) and the next epoch finds it still
+// leased; after that long without reads it runs out.
+TEST_F(MetaCacheTest, ADirectoryStaysInUseForAWhileAfterItsLastRead) {
   ASSERT_TRUE(cache_.InstallLookup(cache_.Begin("/d", t0_), 1000, t0_, "/d/a", Found("/d/a")));
   ASSERT_TRUE(cache_.FindLookup("/d", "/d/a", t0_ + milliseconds(100)).has_value());
   SteadyTime renewed_until = t0_;
-  for (auto t = t0_ + milliseconds(600); t < t0_ + std::chrono::seconds(62);
+  const auto in_use = MetaCache::kInUseFor;
+  for (auto t = t0_ + milliseconds(600); t < t0_ + in_use + std::chrono::seconds(2);
        t += milliseconds(200)) {
     if (cache_.Renewable(t).empty()) continue;
     ASSERT_TRUE(cache_.Renew(cache_.Begin("/d", t), 1000, t));
     renewed_until = t;
   }
-  EXPECT_GT(renewed_until, t0_ + std::chrono::seconds(59));
-  EXPECT_LT(renewed_until, t0_ + std::chrono::seconds(61));
-  // Still leased a minute after the last read, with no lookup asked of the hub meanwhile.
+  EXPECT_GT(renewed_until, t0_ + in_use - std::chrono::seconds(1));
+  EXPECT_LT(renewed_until, t0_ + in_use + std::chrono::seconds(1));
+  // Still leased that long after the last read, with no lookup asked of the hub meanwhile.
   EXPECT_TRUE(cache_.FindLookup("/d", "/d/a", renewed_until).has_value());
 }
 

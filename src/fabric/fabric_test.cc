@@ -630,6 +630,24 @@ TEST_P(FabricTest, APinnedSnapshotCostsOneRoundTripForAllItsFiles) {
   EXPECT_EQ(*Get(v, "/.weft/snapshots/epoch/train/0/s0"), "v2-0");
 }
 
+// A request's "zstd" flag is read after its parsing is over: one that is not a boolean gets a
+// plain answer, not a crash.
+TEST_P(FabricTest, AMalformedCompressionFlagGetsAPlainAnswer) {
+  if (GetParam() != Transport::kInProcess) GTEST_SKIP() << "a raw link is in-process only";
+  auto link = hub_.NewLink();
+  std::unique_ptr<net::HttpClient> client = link->Connect();
+  for (const char* flag : {R"("yes")", "1", "null", "[true]"}) {
+    const std::string body = std::string(R"({"access_key_id": ")") + kRootKey +
+                             R"(", "secret_access_key": ")" + kRootSecret + R"(", "zstd": )" +
+                             flag + "}";
+    auto r = client->Send("POST", std::string(kFabricPrefix) + "token",
+                          {{"Content-Type", "application/json"}}, body);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r->status, 200) << flag;
+    EXPECT_EQ(r->Header("Content-Type"), "application/json") << flag;
+  }
+}
+
 TEST_P(FabricTest, SpokesAreAuthorisedAsTheirHubUser) {
   auth::IdentityStore& ids = hub_.identities();
   ASSERT_TRUE(ids.CreateUser("site-eu", {}).ok());

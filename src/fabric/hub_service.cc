@@ -168,7 +168,9 @@ void HubService::Handle(const net::HttpRequest& request, net::BodyReader& body,
   std::vector<net::HttpHeader> headers = {{"Content-Type", "application/json"}};
   if (status == 401) headers.push_back({"WWW-Authenticate", "Bearer realm=\"weft\""});
   std::string text = DumpJson(call.reply);
-  if (call.args.is_object() && call.args.value("zstd", false)) {
+  // Outside Dispatch's parse errors: a flag that is not a boolean is not a request for zstd.
+  if (call.args.is_object() && call.args.contains("zstd") && call.args["zstd"].is_boolean() &&
+      call.args["zstd"].get<bool>()) {
     if (std::optional<std::string> compressed = CompressJson(text)) {
       headers[0].value = std::string(kZstdJsonContentType);
       text = std::move(*compressed);

@@ -334,6 +334,23 @@ TEST_P(FabricTest, ANewVersionOfADirectoryCostsWhatChangedInIt) {
   EXPECT_EQ(read2.dirs_whole - read1.dirs_whole, 1u);
 }
 
+// A file too large for a `dir` answer's chunk lists is looked up on its own, and its
+// directory's listing, still leased, is not asked for again first.
+TEST_P(FabricTest, LargeFilesOfAListedDirectoryCostOneLookupEach) {
+  WriteOptions parents;
+  parents.create_parents = true;
+  const std::string a = RandomBytes(1'500'000, 61), b = RandomBytes(1'600'000, 62);
+  ASSERT_TRUE(Put(hub_.volume(), "/data/big/a", a, parents).ok());
+  ASSERT_TRUE(Put(hub_.volume(), "/data/big/b", b).ok());
+  auto spoke = OpenSpoke(hub_, {"/data"});
+  ASSERT_TRUE(spoke.ok());
+  ASSERT_EQ(*Get(**spoke, "/data/big/a"), a);
+  const uint64_t before = (*spoke)->Stats().metadata_misses;
+  ASSERT_EQ(*Get(**spoke, "/data/big/b"), b);
+  EXPECT_EQ((*spoke)->Stats().metadata_misses, before + 1);
+  EXPECT_EQ((*spoke)->Stats().dirs_changed, 0u);
+}
+
 // A directory renamed above the spoke's listing (its changes could not be read as a delta of
 // its children), and one larger than a `dir` answer lists, are still read right.
 TEST_P(FabricTest, DirectoriesMovedOrTooLargeToListAreReadRight) {

@@ -75,20 +75,25 @@ Result<CachedLookup> SpokeMetadata::Lookup(const std::string& hub_path,
   // what this spoke holds (it was renamed, copied, or read before) are not sent again.
   const std::string dir = ParentDir(hub_path);
   std::optional<uint64_t> listed_size;
-  if (!snapshot && hub_path != "/" && !IsAtOrUnder(hub_path, "/.weft") && paths_->InPortal(dir)) {
-    if (Status listed = RevalidateDir(dir, for_read ? &hub_path : nullptr); listed.ok()) {
-      std::optional<CachedLookup> hit = cache_.FindLookup(key, hub_path, Now());
-      if (!hit) {
-        hit = cache_.FindForStat(key, hub_path, Now());
-        if (hit && hit->status.ok()) {  // a file listed without its chunks
-          listed_size = hit->info.size;
-          hit.reset();
-        }
-      }
-      if (hit) return *hit;
-    } else if (listed.code() == StatusCode::kUnavailable) {
+  // What the directory's leased listing says: a NotFound, or a file listed without its chunks
+  // (larger than a `dir` answer carries: looked up on its own, its directory still leased).
+  auto from_listing = [&]() -> std::optional<CachedLookup> {
+    std::optional<CachedLookup> listed = cache_.FindForStat(key, hub_path, Now());
+    if (listed && listed->status.ok()) {
+      listed_size = listed->info.size;
+      return std::nullopt;
+    }
+    return listed;
+  };
+  if (auto listed = from_listing()) return *listed;
+  if (!listed_size && !snapshot && hub_path != "/" && !IsAtOrUnder(hub_path, "/.weft") &&
+      paths_->InPortal(dir)) {
+    if (Status revalidated = RevalidateDir(dir, for_read ? &hub_path : nullptr); revalidated.ok()) {
+      if (auto hit = cache_.FindLookup(key, hub_path, Now())) return *hit;
+      if (auto listed = from_listing()) return *listed;
+    } else if (revalidated.code() == StatusCode::kUnavailable) {
       if (auto old = StaleLookup(key, hub_path)) return *old;
-      return listed;
+      return revalidated;
     }
   }
   ++misses_;

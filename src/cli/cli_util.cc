@@ -77,6 +77,10 @@ std::string FormatMode(FileType type, uint32_t mode) {
   std::string s = "----------";
   if (type == FileType::kDirectory) s[0] = 'd';
   if (type == FileType::kSymlink) s[0] = 'l';
+  if (type == FileType::kFifo) s[0] = 'p';
+  if (type == FileType::kSocket) s[0] = 's';
+  if (type == FileType::kCharDevice) s[0] = 'c';
+  if (type == FileType::kBlockDevice) s[0] = 'b';
   static constexpr char kRwx[] = "rwx";
   for (int i = 0; i < 9; ++i) {
     if (mode & (1u << (8 - i))) s[1 + i] = kRwx[i % 3];

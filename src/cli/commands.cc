@@ -676,6 +676,11 @@ Status GetTree(Volume& vol, const RequestContext& ctx, const std::string& src,
           }
           break;
         }
+        case FileType::kFifo:
+        case FileType::kSocket:
+        case FileType::kCharDevice:
+        case FileType::kBlockDevice:
+          break;  // no content to get, as rsync skips them without --specials
       }
     }
     if (!page.truncated || page.entries.empty()) break;

@@ -1,5 +1,8 @@
 #include "fabric/coherent_volume.h"
 
+#include <mutex>
+#include <shared_mutex>
+
 #include "vfs/path.h"
 
 namespace weft::fabric {
@@ -75,14 +78,40 @@ class ParentCreation {
   AncestorInodes before_;
 };
 
+// A file with several names (hard links) changes under all of them, and the hub does not
+// know where the others are: a change to one revokes every lease. Link takes `links`
+// exclusively and changes to existing names share it, so no name appears between the check and
+// the change it guards.
+Affected WithOtherNames(Volume* volume, const std::string& path, Affected affected) {
+  Result<FileInfo> info = volume->Stat(RequestContext{}, path, {});
+  if (info.ok() && info->type != FileType::kDirectory && info->nlink > 1) {
+    affected.subtrees.insert("/");
+  }
+  return affected;
+}
+
+class OtherNames {
+ public:
+  OtherNames(Volume* volume, std::shared_mutex* links) : volume_(volume), lock_(*links) {}
+
+  Affected Add(const std::string& path, Affected affected) const {
+    return WithOtherNames(volume_, path, std::move(affected));
+  }
+
+ private:
+  Volume* volume_;
+  std::shared_lock<std::shared_mutex> lock_;
+};
+
 // Hands the inner writer to the engine at commit, after revoking the parent's leases.
 class CoherentWriter final : public FileWriter {
  public:
   CoherentWriter(std::unique_ptr<FileWriter> inner, Volume* volume, LeaseTable* leases,
-                 std::string path, bool create_parents)
+                 std::shared_mutex* links, std::string path, bool create_parents)
       : inner_(std::move(inner)),
         volume_(volume),
         leases_(leases),
+        links_(links),
         path_(std::move(path)),
         create_parents_(create_parents) {}
 
@@ -93,8 +122,10 @@ class CoherentWriter final : public FileWriter {
   }
   Status WriteZeros(uint64_t length) override { return inner_->WriteZeros(length); }
   Result<FileInfo> Commit() override {
+    OtherNames names(volume_, links_);
     if (!create_parents_) {
-      LeaseTable::Revocation revocation = leases_->Revoke(AffectedByWrite(path_, false));
+      LeaseTable::Revocation revocation =
+          leases_->Revoke(names.Add(path_, AffectedByWrite(path_, false)));
       return inner_->Commit();
     }
     ParentCreation creation(volume_, leases_, path_, AffectedByWrite(path_, false));
@@ -116,6 +147,7 @@ class CoherentWriter final : public FileWriter {
   std::unique_ptr<FileWriter> inner_;
   Volume* volume_;
   LeaseTable* leases_;
+  std::shared_mutex* links_;
   std::string path_;
   bool create_parents_;
 };
@@ -145,13 +177,14 @@ class CoherentVolume final : public Volume {
   Result<std::unique_ptr<FileWriter>> OpenWriter(const RequestContext& ctx, const std::string& path,
                                                  const WriteOptions& opts) override {
     WEFT_ASSIGN_OR_RETURN(auto inner, inner_->OpenWriter(ctx, path, opts));
-    return std::unique_ptr<FileWriter>(new CoherentWriter(std::move(inner), inner_, leases_,
-                                                          Normalise(path), opts.create_parents));
+    return std::unique_ptr<FileWriter>(new CoherentWriter(
+        std::move(inner), inner_, leases_, &links_mu_, Normalise(path), opts.create_parents));
   }
 
   Result<std::vector<FileInfo>> CommitAll(
       const RequestContext& ctx, std::vector<std::unique_ptr<FileWriter>> writers) override {
     Affected all;
+    OtherNames names(inner_, &links_mu_);
     std::vector<std::unique_ptr<FileWriter>> inner;
     std::vector<ParentCreation> creations;
     for (auto& w : writers) {
@@ -159,12 +192,13 @@ class CoherentVolume final : public Volume {
       if (coherent == nullptr) {
         return InvalidArgument("CommitAll: a writer of another volume");
       }
-      Affected one = AffectedByWrite(coherent->path(), false);
+      Affected one = names.Add(coherent->path(), AffectedByWrite(coherent->path(), false));
       if (coherent->create_parents()) {
         creations.emplace_back(inner_, leases_, coherent->path(), one);
         one = creations.back().affected();
       }
       all.dirs.insert(one.dirs.begin(), one.dirs.end());
+      all.subtrees.insert(one.subtrees.begin(), one.subtrees.end());
       inner.push_back(coherent->Release());
     }
     Result<std::vector<FileInfo>> infos = [&] {
@@ -195,13 +229,30 @@ class CoherentVolume final : public Volume {
     auto revocation = leases_->Revoke(AffectedByWrite(Normalise(path), false));
     return inner_->Symlink(ctx, path, target);
   }
+  Result<FileInfo> Mknod(const RequestContext& ctx, const std::string& path, FileType type,
+                         uint32_t mode, uint64_t rdev) override {
+    auto revocation = leases_->Revoke(AffectedByWrite(Normalise(path), false));
+    return inner_->Mknod(ctx, path, type, mode, rdev);
+  }
   Status Rename(const RequestContext& ctx, const std::string& from,
                 const std::string& to) override {
-    auto revocation = leases_->Revoke(AffectedByRename(Normalise(from), Normalise(to)));
+    OtherNames names(inner_, &links_mu_);
+    auto revocation = leases_->Revoke(
+        names.Add(to, names.Add(from, AffectedByRename(Normalise(from), Normalise(to)))));
     return inner_->Rename(ctx, from, to);
   }
+  Result<FileInfo> Link(const RequestContext& ctx, const std::string& existing,
+                        const std::string& path) override {
+    std::unique_lock lock(links_mu_);
+    // The new name's directory, and the existing names' (their link count and ctime change).
+    Affected affected = AffectedByWrite(Normalise(path), false);
+    affected.dirs.insert(ParentDir(Normalise(existing)));
+    auto revocation = leases_->Revoke(WithOtherNames(inner_, existing, std::move(affected)));
+    return inner_->Link(ctx, existing, path);
+  }
   Status Unlink(const RequestContext& ctx, const std::string& path) override {
-    auto revocation = leases_->Revoke(AffectedByWrite(Normalise(path), false));
+    OtherNames names(inner_, &links_mu_);
+    auto revocation = leases_->Revoke(names.Add(path, AffectedByWrite(Normalise(path), false)));
     return inner_->Unlink(ctx, path);
   }
   Status Rmdir(const RequestContext& ctx, const std::string& path) override {
@@ -210,7 +261,8 @@ class CoherentVolume final : public Volume {
   }
   Result<FileInfo> SetAttr(const RequestContext& ctx, const std::string& path,
                            const SetAttrRequest& req) override {
-    auto revocation = leases_->Revoke(AffectedBySetAttr(Normalise(path)));
+    OtherNames names(inner_, &links_mu_);
+    auto revocation = leases_->Revoke(names.Add(path, AffectedBySetAttr(Normalise(path))));
     return inner_->SetAttr(ctx, path, req);
   }
   Result<SnapshotInfo> CreateSnapshot(const RequestContext& ctx, const std::string& name,
@@ -253,6 +305,7 @@ class CoherentVolume final : public Volume {
  private:
   Volume* inner_;
   LeaseTable* leases_;
+  std::shared_mutex links_mu_;  // see OtherNames
 };
 
 }  // namespace

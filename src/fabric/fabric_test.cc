@@ -552,6 +552,34 @@ TEST_P(FabricTest, WritesAtOneSpokeAreSeenAtAnother) {
   EXPECT_EQ((*b)->Stat(ctx_, "/d/f").status().code(), StatusCode::kNotFound);
 }
 
+TEST_P(FabricTest, AFileWithSeveralNamesIsNewUnderEveryNameAtOnce) {
+  ASSERT_TRUE(hub_.volume().Mkdir(ctx_, "/data/a").ok());
+  ASSERT_TRUE(hub_.volume().Mkdir(ctx_, "/data/b").ok());
+  ASSERT_TRUE(Put(hub_.volume(), "/data/a/x", "one").ok());
+  auto a = OpenSpoke(hub_, {"/data"});
+  auto b = OpenSpoke(hub_, {"/data"});
+  ASSERT_TRUE(a.ok() && b.ok());
+  // A spoke that listed the directory before the link learns of the new name and count.
+  EXPECT_EQ((*b)->Stat(ctx_, "/data/a/x")->nlink, 1u);
+  ASSERT_TRUE((*a)->Link(ctx_, "/data/a/x", "/data/b/y").ok());
+  EXPECT_EQ((*b)->Stat(ctx_, "/data/a/x")->nlink, 2u);
+  EXPECT_EQ(*Get(**b, "/data/b/y"), "one");
+  EXPECT_EQ(*Get(**b, "/data/a/x"), "one");
+  // A write through one name, at the hub or at a spoke, is read at once through the other,
+  // though the directories were listed and leased before.
+  ASSERT_TRUE(Put(hub_.volume(), "/data/a/x", "two").ok());
+  EXPECT_EQ(*Get(**b, "/data/b/y"), "two");
+  ASSERT_TRUE(Put(**a, "/data/b/y", "three").ok());
+  EXPECT_EQ(*Get(**b, "/data/a/x"), "three");
+  EXPECT_EQ((*b)->Stat(ctx_, "/data/b/y")->inode, (*b)->Stat(ctx_, "/data/a/x")->inode);
+  // Removing one name leaves the other, counted once.
+  ASSERT_TRUE((*a)->Unlink(ctx_, "/data/a/x").ok());
+  EXPECT_EQ((*b)->Stat(ctx_, "/data/a/x").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ((*b)->Stat(ctx_, "/data/b/y")->nlink, 1u);
+  EXPECT_EQ(*Get(**b, "/data/b/y"), "three");
+  EXPECT_TRUE(hub_.volume().Fsck(ctx_)->problems.empty());
+}
+
 TEST_P(FabricTest, AVanishedSpokeDelaysHubWritesOnlyUntilItsLeaseEnds) {
   Hub hub(milliseconds(600), GetParam());
   ASSERT_TRUE(hub.volume().Mkdir(ctx_, "/data").ok());

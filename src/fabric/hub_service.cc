@@ -700,8 +700,9 @@ Status HubService::Dir(Call& call) {
           const Change& c = (*changes)[k];
           sequence = std::max(sequence, c.sequence);
           for (const std::string* p : {&c.path, &c.path2}) {
-            // path2 names a path only for a rename (a symlink's target, a version id).
-            if (p->empty() || (p == &c.path2 && c.op != "rename")) continue;
+            // path2 names a path only for a rename and a link (the existing name, whose link
+            // count changes); otherwise a symlink's target, a version id.
+            if (p->empty() || (p == &c.path2 && c.op != "rename" && c.op != "link")) continue;
             if (IsAtOrUnder(path, *p)) {
               usable = false;
               break;
@@ -999,6 +1000,23 @@ Status HubService::Forward(Call& call) {
     WEFT_ASSIGN_OR_RETURN(FileInfo info,
                           volume_->Symlink(ctx, path, a.at("target").get<std::string>()));
     call.reply = {{"info", InfoToJson(info)}};
+  } else if (op == "link") {
+    WEFT_ASSIGN_OR_RETURN(std::string existing, path_arg("existing"));
+    WEFT_ASSIGN_OR_RETURN(std::string path, path_arg("path"));
+    // Writes through the new name change the existing file.
+    WEFT_RETURN_IF_ERROR(authorize(auth::kWrite, existing));
+    WEFT_RETURN_IF_ERROR(authorize(auth::kWrite, path));
+    WEFT_ASSIGN_OR_RETURN(FileInfo info, volume_->Link(ctx, existing, path));
+    call.reply = {{"info", InfoToJson(info)}};
+  } else if (op == "mknod") {
+    WEFT_ASSIGN_OR_RETURN(std::string path, path_arg("path"));
+    WEFT_RETURN_IF_ERROR(authorize(auth::kWrite, path));
+    const int type = a.at("type").get<int>();
+    if (type < 1 || type > kMaxFileType) return InvalidArgument("mknod: unknown type");
+    WEFT_ASSIGN_OR_RETURN(
+        FileInfo info, volume_->Mknod(ctx, path, static_cast<FileType>(type),
+                                      a.at("mode").get<uint32_t>(), a.value("rdev", uint64_t{0})));
+    call.reply = {{"info", InfoToJson(info)}};
   } else if (op == "rename") {
     WEFT_ASSIGN_OR_RETURN(std::string from, path_arg("from"));
     WEFT_ASSIGN_OR_RETURN(std::string to, path_arg("to"));
@@ -1018,6 +1036,7 @@ Status HubService::Forward(Call& call) {
     if (a.contains("uid")) req.uid = a.at("uid").get<uint32_t>();
     if (a.contains("gid")) req.gid = a.at("gid").get<uint32_t>();
     if (a.contains("mtime_ns")) req.mtime_ns = a.at("mtime_ns").get<int64_t>();
+    if (a.contains("atime_ns")) req.atime_ns = a.at("atime_ns").get<int64_t>();
     if (a.contains("attributes")) req.attributes = a.at("attributes").get<Attributes>();
     WEFT_ASSIGN_OR_RETURN(FileInfo info, volume_->SetAttr(ctx, path, req));
     call.reply = {{"info", InfoToJson(info)}};

@@ -311,6 +311,19 @@ class PortalVolumeImpl final : public PortalVolume, private DataStore {
     return Localise(info, m.local);
   }
 
+  Result<FileInfo> Mknod(const RequestContext&, const std::string& path, FileType type,
+                         uint32_t mode, uint64_t rdev) override {
+    WEFT_ASSIGN_OR_RETURN(Mapped m, paths_.Map(path));
+    if (m.virtual_dir) return NotWritable(m);
+    WEFT_ASSIGN_OR_RETURN(
+        json reply,
+        Forward(
+            {{"op", "mknod"}, {"path", m.hub}, {"type", int(type)}, {"mode", mode}, {"rdev", rdev}},
+            AffectedByWrite(m.hub, false)));
+    WEFT_ASSIGN_OR_RETURN(FileInfo info, InfoFromJson(reply.at("info")));
+    return Localise(info, m.local);
+  }
+
   Status Rename(const RequestContext&, const std::string& from, const std::string& to) override {
     WEFT_ASSIGN_OR_RETURN(Mapped f, paths_.Map(from));
     WEFT_ASSIGN_OR_RETURN(Mapped t, paths_.Map(to));
@@ -319,6 +332,20 @@ class PortalVolumeImpl final : public PortalVolume, private DataStore {
     return Forward({{"op", "rename"}, {"from", f.hub}, {"to", t.hub}},
                    AffectedByRename(f.hub, t.hub))
         .status();
+  }
+
+  Result<FileInfo> Link(const RequestContext&, const std::string& existing,
+                        const std::string& path) override {
+    WEFT_ASSIGN_OR_RETURN(Mapped e, paths_.Map(existing));
+    WEFT_ASSIGN_OR_RETURN(Mapped m, paths_.Map(path));
+    if (e.virtual_dir) return NotWritable(e);
+    if (m.virtual_dir) return NotWritable(m);
+    Affected affected = AffectedByWrite(m.hub, false);
+    affected.dirs.insert(ParentDir(e.hub));
+    WEFT_ASSIGN_OR_RETURN(
+        json reply, Forward({{"op", "link"}, {"existing", e.hub}, {"path", m.hub}}, affected));
+    WEFT_ASSIGN_OR_RETURN(FileInfo info, InfoFromJson(reply.at("info")));
+    return Localise(info, m.local);
   }
 
   Status Unlink(const RequestContext&, const std::string& path) override {
@@ -342,6 +369,7 @@ class PortalVolumeImpl final : public PortalVolume, private DataStore {
     if (req.uid) args["uid"] = *req.uid;
     if (req.gid) args["gid"] = *req.gid;
     if (req.mtime_ns) args["mtime_ns"] = *req.mtime_ns;
+    if (req.atime_ns) args["atime_ns"] = *req.atime_ns;
     if (req.attributes) args["attributes"] = *req.attributes;
     WEFT_ASSIGN_OR_RETURN(json reply, Forward(args, AffectedBySetAttr(m.hub)));
     WEFT_ASSIGN_OR_RETURN(FileInfo info, InfoFromJson(reply.at("info")));

@@ -121,6 +121,9 @@ json InfoToJson(const FileInfo& info) {
             {"version", info.version_id},
             {"chunks", info.chunks},
             {"target", info.symlink_target}};
+  if (info.atime_ns != info.mtime_ns) j["atime_ns"] = info.atime_ns;
+  if (info.nlink != 1) j["nlink"] = info.nlink;
+  if (info.rdev != 0) j["rdev"] = info.rdev;
   if (!info.attributes.empty()) j["attributes"] = info.attributes;
   return j;
 }
@@ -131,7 +134,7 @@ Result<FileInfo> InfoFromJson(const json& j) {
     info.path = j.at("path").get<std::string>();
     info.inode = j.at("inode").get<uint64_t>();
     int type = j.at("type").get<int>();
-    if (type < 1 || type > 3)
+    if (type < 1 || type > kMaxFileType)
       return InvalidArgument("malformed file info: type " + std::to_string(type));
     info.type = static_cast<FileType>(type);
     info.mode = j.at("mode").get<uint32_t>();
@@ -144,6 +147,9 @@ Result<FileInfo> InfoFromJson(const json& j) {
     info.version_id = j.at("version").get<std::string>();
     info.chunks = j.at("chunks").get<uint64_t>();
     info.symlink_target = j.at("target").get<std::string>();
+    info.atime_ns = j.value("atime_ns", info.mtime_ns);
+    info.nlink = j.value("nlink", uint32_t{1});
+    info.rdev = j.value("rdev", uint64_t{0});
     if (j.contains("attributes")) info.attributes = j.at("attributes").get<Attributes>();
     return info;
   });

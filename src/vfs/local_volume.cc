@@ -159,13 +159,15 @@ struct Txn {
 
   // Replaces (or creates) the current dirent, moving the old one to history.
   Status PutDirent(uint64_t parent, std::string_view name, const Dirent& d) {
-    WEFT_RETURN_IF_ERROR(RetireDirent(parent, name));
+    WEFT_ASSIGN_OR_RETURN(bool was_dir, RetireDirent(parent, name));
     reader.Put(schema::DirentKey(parent, name), schema::EncodeDirent(seq, d));
+    changed_dirs[parent] += int{d.type == FileType::kDirectory} - int{was_dir};
     return OkStatus();
   }
   Status DeleteDirent(uint64_t parent, std::string_view name) {
-    WEFT_RETURN_IF_ERROR(RetireDirent(parent, name));
+    WEFT_ASSIGN_OR_RETURN(bool was_dir, RetireDirent(parent, name));
     reader.Delete(schema::DirentKey(parent, name));
+    changed_dirs[parent] -= int{was_dir};
     return OkStatus();
   }
   Status PutInode(uint64_t ino, const Inode& i) {
@@ -180,14 +182,59 @@ struct Txn {
   }
   uint64_t AllocateInode() { return next_ino++; }
 
+  // Changes what namespace operations change of an inode beside its entries (times, link
+  // counts) in place, keeping the record's sequence: these are not versioned, so a directory
+  // that gains a million files gains no history, and a snapshot shows the latest of them.
+  template <typename Change>
+  Status TouchInode(uint64_t ino, Change change) {
+    WEFT_ASSIGN_OR_RETURN(auto v, reader.Get(schema::InodeKey(ino)));
+    if (!v) return OkStatus();  // removed by this transaction
+    WEFT_ASSIGN_OR_RETURN(auto cur, schema::DecodeInode(*v));
+    change(cur.value);
+    reader.Put(schema::InodeKey(ino), schema::EncodeInode(cur.seq_begin, cur.value));
+    return OkStatus();
+  }
+
+  // Takes one name away from inode `ino` (not a directory): the inode goes with its last name.
+  Status DropName(uint64_t ino) {
+    WEFT_ASSIGN_OR_RETURN(auto cur, GetInode(ino));
+    if (cur.value.nlink <= 1) return DeleteInode(ino);
+    return TouchInode(ino, [&](Inode& i) {
+      // One name is the default, not kept.
+      i.nlink = i.nlink == 2 ? 0 : i.nlink - 1;
+      i.ctime_ns = now_ns;
+    });
+  }
+
+  // Every directory whose entries changed gets the commit's time as its mtime and ctime, and
+  // the change in its number of subdirectories in its link count (where it keeps one).
+  Status UpdateChangedDirectories() {
+    for (const auto& [ino, subdirs] : changed_dirs) {
+      WEFT_RETURN_IF_ERROR(TouchInode(ino, [&](Inode& dir) {
+        if (!dir.atime_ns) dir.atime_ns = dir.mtime_ns;  // it followed the mtime; it stays
+        dir.mtime_ns = dir.ctime_ns = now_ns;
+        if (dir.nlink != 0)
+          dir.nlink = static_cast<uint32_t>(std::max<int64_t>(2, int64_t{dir.nlink} + subdirs));
+      }));
+    }
+    changed_dirs.clear();
+    return OkStatus();
+  }
+
  private:
+  // Directories whose entries this transaction changed, and by how many subdirectories.
+  std::map<uint64_t, int64_t> changed_dirs;
+
   // A value made current earlier in this same transaction has an empty interval: no history.
-  Status RetireDirent(uint64_t parent, std::string_view name) {
+  // Returns whether the retired entry (if any) was a directory.
+  Result<bool> RetireDirent(uint64_t parent, std::string_view name) {
     WEFT_ASSIGN_OR_RETURN(auto old, GetDirent(parent, name));
-    if (!old || old->seq_begin == seq) return OkStatus();
+    if (!old) return false;
+    const bool was_dir = old->value.type == FileType::kDirectory;
+    if (old->seq_begin == seq) return was_dir;
     schema::History<Dirent> h{old->seq_begin, seq, now_ns, old->value};
     reader.Put(schema::DirentHistoryKey(parent, name, seq), schema::EncodeDirentHistory(h));
-    return OkStatus();
+    return was_dir;
   }
   Status RetireInode(uint64_t ino) {
     WEFT_ASSIGN_OR_RETURN(auto v, reader.Get(schema::InodeKey(ino)));
@@ -226,7 +273,11 @@ class LocalVolume final : public Volume {
                          bool parents) override;
   Result<FileInfo> Symlink(const RequestContext& ctx, const std::string& path,
                            const std::string& target) override;
+  Result<FileInfo> Mknod(const RequestContext& ctx, const std::string& path, FileType type,
+                         uint32_t mode, uint64_t rdev) override;
   Status Rename(const RequestContext& ctx, const std::string& from, const std::string& to) override;
+  Result<FileInfo> Link(const RequestContext& ctx, const std::string& existing,
+                        const std::string& path) override;
   Status Unlink(const RequestContext& ctx, const std::string& path) override;
   Status Rmdir(const RequestContext& ctx, const std::string& path) override;
   Result<FileInfo> SetAttr(const RequestContext& ctx, const std::string& path,
@@ -292,6 +343,9 @@ class LocalVolume final : public Volume {
   Result<uint64_t> ResolveDirForWrite(Txn* txn, const std::vector<std::string>& segments,
                                       bool create_parents, const RequestContext& ctx);
   Result<FileInfo> InfoOfLive(const std::string& path);
+  // Creates an entry without content (a symlink, a special file) for `inode`.
+  Result<FileInfo> CreateEntry(const RequestContext& ctx, std::string op, const std::string& path,
+                               std::string detail, Inode inode);
 
   std::shared_ptr<KvStore> kv_;
   std::shared_ptr<ChunkStore> chunks_;
@@ -597,6 +651,7 @@ Status LocalVolume::Init() {
   Inode root;
   root.type = FileType::kDirectory;
   root.mode = 0755;
+  root.nlink = 2;
   root.mtime_ns = root.ctime_ns = now;
   WriteBatch batch;
   batch.Put(schema::InodeKey(schema::kRootInode), schema::EncodeInode(1, root));
@@ -874,6 +929,7 @@ Status LocalVolume::Mutate(const RequestContext& ctx, std::string op, std::strin
   // A body that staged nothing (mkdir -p of an existing directory) commits nothing and takes
   // no sequence number.
   if (txn.reader.batch().empty()) return OkStatus();
+  WEFT_RETURN_IF_ERROR(txn.UpdateChangedDirectories());
   if (txn.changes.empty()) {
     txn.changes.push_back(Change{txn.seq, txn.now_ns, std::move(op), std::move(path),
                                  std::move(path2), ctx.principal});
@@ -906,6 +962,7 @@ Result<uint64_t> LocalVolume::ResolveDirForWrite(Txn* txn, const std::vector<std
       dir.mode = 0755;
       dir.uid = ctx.uid;
       dir.gid = ctx.gid;
+      dir.nlink = 2;
       dir.mtime_ns = dir.ctime_ns = txn->now_ns;
       uint64_t child = txn->AllocateInode();
       WEFT_RETURN_IF_ERROR(txn->PutInode(child, dir));
@@ -951,7 +1008,8 @@ Result<FileInfo> LocalVolume::StageFile(Txn* t, const RequestContext& ctx, const
     ino = existing->value.ino;
     inode = current->value;
   } else {
-    if (existing) WEFT_RETURN_IF_ERROR(t->DeleteInode(existing->value.ino));  // a symlink
+    // A symlink or a special file.
+    if (existing) WEFT_RETURN_IF_ERROR(t->DropName(existing->value.ino));
     ino = t->AllocateInode();
     inode.type = FileType::kFile;
     inode.mode = opts.mode & 07777;
@@ -959,6 +1017,8 @@ Result<FileInfo> LocalVolume::StageFile(Txn* t, const RequestContext& ctx, const
     inode.gid = ctx.gid;
     WEFT_RETURN_IF_ERROR(t->PutDirent(parent, pn.name, Dirent{ino, FileType::kFile}));
   }
+  // An atime that followed the old content's mtime stays where it was: writes do not access.
+  if (current && !inode.atime_ns) inode.atime_ns = inode.mtime_ns;
   inode.size = manifest.size;
   inode.mtime_ns = opts.mtime_ns.value_or(t->now_ns);
   inode.ctime_ns = t->now_ns;
@@ -1034,6 +1094,7 @@ Result<FileInfo> LocalVolume::Mkdir(const RequestContext& ctx, const std::string
     dir.mode = mode & 07777;
     dir.uid = ctx.uid;
     dir.gid = ctx.gid;
+    dir.nlink = 2;
     dir.mtime_ns = dir.ctime_ns = t->now_ns;
     uint64_t ino = t->AllocateInode();
     WEFT_RETURN_IF_ERROR(t->PutInode(ino, dir));
@@ -1045,29 +1106,48 @@ Result<FileInfo> LocalVolume::Mkdir(const RequestContext& ctx, const std::string
 
 Result<FileInfo> LocalVolume::Symlink(const RequestContext& ctx, const std::string& path,
                                       const std::string& target) {
-  WEFT_ASSIGN_OR_RETURN(ParentAndName pn, SplitParent(path));
-  const std::vector<std::string> segments = pn.Segments();
-  WEFT_RETURN_IF_ERROR(RejectReserved(segments, path));
-  const std::string canonical = JoinPath(segments);
   if (target.empty() || target.size() > kMaxSymlinkTargetBytes ||
       target.find('\0') != std::string::npos) {
     return InvalidArgument(path + ": symlink target must be 1..4096 bytes without NUL");
   }
-  Status s = Mutate(ctx, "symlink", canonical, target, [&](Txn* t) -> Status {
+  Inode link;
+  link.type = FileType::kSymlink;
+  link.mode = 0777;
+  link.size = target.size();
+  link.symlink_target = target;
+  return CreateEntry(ctx, "symlink", path, target, std::move(link));
+}
+
+Result<FileInfo> LocalVolume::Mknod(const RequestContext& ctx, const std::string& path,
+                                    FileType type, uint32_t mode, uint64_t rdev) {
+  if (!IsSpecialFile(type)) {
+    return InvalidArgument(path + ": mknod makes FIFOs, sockets and devices, not a " +
+                           std::string(FileTypeName(type)));
+  }
+  Inode node;
+  node.type = type;
+  node.mode = mode & 07777;
+  if (type == FileType::kCharDevice || type == FileType::kBlockDevice) node.rdev = rdev;
+  return CreateEntry(ctx, "mknod", path, std::string(FileTypeName(type)), std::move(node));
+}
+
+Result<FileInfo> LocalVolume::CreateEntry(const RequestContext& ctx, std::string op,
+                                          const std::string& path, std::string detail,
+                                          Inode inode) {
+  WEFT_ASSIGN_OR_RETURN(ParentAndName pn, SplitParent(path));
+  const std::vector<std::string> segments = pn.Segments();
+  WEFT_RETURN_IF_ERROR(RejectReserved(segments, path));
+  const std::string canonical = JoinPath(segments);
+  inode.uid = ctx.uid;
+  inode.gid = ctx.gid;
+  Status s = Mutate(ctx, std::move(op), canonical, std::move(detail), [&](Txn* t) -> Status {
     WEFT_ASSIGN_OR_RETURN(uint64_t parent, ResolveDirForWrite(t, pn.parent, false, ctx));
     WEFT_ASSIGN_OR_RETURN(auto existing, t->GetDirent(parent, pn.name));
     if (existing) return AlreadyExists(path + ": already exists");
-    Inode link;
-    link.type = FileType::kSymlink;
-    link.mode = 0777;
-    link.uid = ctx.uid;
-    link.gid = ctx.gid;
-    link.size = target.size();
-    link.symlink_target = target;
-    link.mtime_ns = link.ctime_ns = t->now_ns;
+    inode.mtime_ns = inode.ctime_ns = t->now_ns;
     uint64_t ino = t->AllocateInode();
-    WEFT_RETURN_IF_ERROR(t->PutInode(ino, link));
-    return t->PutDirent(parent, pn.name, Dirent{ino, FileType::kSymlink});
+    WEFT_RETURN_IF_ERROR(t->PutInode(ino, inode));
+    return t->PutDirent(parent, pn.name, Dirent{ino, inode.type});
   });
   if (!s.ok()) return s;
   return InfoOfLive(canonical);
@@ -1095,6 +1175,8 @@ Status LocalVolume::Rename(const RequestContext& ctx, const std::string& from,
     if (!moving) return NotFound(from + ": no such file or directory");
     WEFT_ASSIGN_OR_RETURN(uint64_t dst_parent, ResolveDirForWrite(t, dst.parent, false, ctx));
     WEFT_ASSIGN_OR_RETURN(auto replaced, t->GetDirent(dst_parent, dst.name));
+    // Two names of one file: rename(2) does nothing and succeeds.
+    if (replaced && replaced->value.ino == moving->value.ino) return OkStatus();
     if (replaced) {
       bool src_dir = moving->value.type == FileType::kDirectory;
       bool dst_dir = replaced->value.type == FileType::kDirectory;
@@ -1108,12 +1190,49 @@ Status LocalVolume::Rename(const RequestContext& ctx, const std::string& from,
           return NotEmpty(to + ": directory not empty");
         }
         WEFT_RETURN_IF_ERROR(it->status());
+        WEFT_RETURN_IF_ERROR(t->DeleteInode(replaced->value.ino));
+      } else {
+        WEFT_RETURN_IF_ERROR(t->DropName(replaced->value.ino));
       }
-      WEFT_RETURN_IF_ERROR(t->DeleteInode(replaced->value.ino));
     }
     WEFT_RETURN_IF_ERROR(t->DeleteDirent(src_parent, src.name));
-    return t->PutDirent(dst_parent, dst.name, moving->value);
+    WEFT_RETURN_IF_ERROR(t->PutDirent(dst_parent, dst.name, moving->value));
+    // As Linux file systems do: a rename changes the moved inode's ctime.
+    return t->TouchInode(moving->value.ino, [&](Inode& i) { i.ctime_ns = t->now_ns; });
   });
+}
+
+Result<FileInfo> LocalVolume::Link(const RequestContext& ctx, const std::string& existing,
+                                   const std::string& path) {
+  WEFT_ASSIGN_OR_RETURN(ParentAndName src, SplitParent(existing));
+  WEFT_ASSIGN_OR_RETURN(ParentAndName dst, SplitParent(path));
+  const std::vector<std::string> src_segs = src.Segments();
+  const std::vector<std::string> dst_segs = dst.Segments();
+  WEFT_RETURN_IF_ERROR(RejectReserved(src_segs, existing));
+  WEFT_RETURN_IF_ERROR(RejectReserved(dst_segs, path));
+  const std::string canonical = JoinPath(dst_segs);
+  Status s = Mutate(ctx, "link", canonical, JoinPath(src_segs), [&](Txn* t) -> Status {
+    WEFT_ASSIGN_OR_RETURN(uint64_t src_parent, ResolveDirForWrite(t, src.parent, false, ctx));
+    WEFT_ASSIGN_OR_RETURN(auto named, t->GetDirent(src_parent, src.name));
+    if (!named) return NotFound(existing + ": no such file or directory");
+    if (named->value.type == FileType::kDirectory) {
+      return IsADirectory(existing + ": a directory cannot have another name");
+    }
+    WEFT_ASSIGN_OR_RETURN(uint64_t dst_parent, ResolveDirForWrite(t, dst.parent, false, ctx));
+    WEFT_ASSIGN_OR_RETURN(auto taken, t->GetDirent(dst_parent, dst.name));
+    if (taken) return AlreadyExists(path + ": already exists");
+    WEFT_ASSIGN_OR_RETURN(auto inode, t->GetInode(named->value.ino));
+    if (inode.value.nlink >= kMaxLinks) {
+      return ResourceExhausted(existing + ": already has " + std::to_string(kMaxLinks) + " names");
+    }
+    WEFT_RETURN_IF_ERROR(t->PutDirent(dst_parent, dst.name, named->value));
+    return t->TouchInode(named->value.ino, [&](Inode& i) {
+      i.nlink = std::max<uint32_t>(i.nlink, 1) + 1;
+      i.ctime_ns = t->now_ns;
+    });
+  });
+  if (!s.ok()) return s;
+  return InfoOfLive(canonical);
 }
 
 Status LocalVolume::Unlink(const RequestContext& ctx, const std::string& path) {
@@ -1126,7 +1245,7 @@ Status LocalVolume::Unlink(const RequestContext& ctx, const std::string& path) {
     if (!d) return NotFound(path + ": no such file or directory");
     if (d->value.type == FileType::kDirectory) return IsADirectory(path + ": is a directory");
     WEFT_RETURN_IF_ERROR(t->DeleteDirent(parent, pn.name));
-    return t->DeleteInode(d->value.ino);
+    return t->DropName(d->value.ino);
   });
 }
 
@@ -1182,7 +1301,10 @@ Result<FileInfo> LocalVolume::SetAttr(const RequestContext& ctx, const std::stri
     if (req.mode) inode.mode = *req.mode & 07777;
     if (req.uid) inode.uid = *req.uid;
     if (req.gid) inode.gid = *req.gid;
+    // An atime that followed the mtime stays where it was when only the mtime is set.
+    if (req.mtime_ns && !inode.atime_ns) inode.atime_ns = inode.mtime_ns;
     if (req.mtime_ns) inode.mtime_ns = *req.mtime_ns;
+    if (req.atime_ns) inode.atime_ns = *req.atime_ns;
     inode.ctime_ns = t->now_ns;
     WEFT_RETURN_IF_ERROR(t->PutInode(ino, inode));
     out = MakeFileInfo(canonical, ino, inode);
@@ -1344,6 +1466,11 @@ Status LocalVolume::DeleteVersion(const RequestContext& ctx, const std::string& 
     if (it == versions.end()) return NotFound(canonical + ": no version " + version_id);
     auto kv_snap = kv_->NewSnapshot();
     WEFT_ASSIGN_OR_RETURN(auto states, LoadInodeStates(kv_snap.get(), ino));
+    if (!states.empty() && states.front().seq_end == NamespaceView::kLive &&
+        states.front().value.nlink > 1) {
+      return FailedPrecondition(canonical + ": the file has other names (hard links); its " +
+                                "versions belong to all of them");
+    }
     std::erase_if(states, [&](const schema::History<Inode>& st) {
       return st.value.type != FileType::kFile || st.value.content_seq != content_seq;
     });
@@ -1598,22 +1725,9 @@ Result<FsckReport> LocalVolume::Fsck(const RequestContext&) {
   auto snap = kv_->NewSnapshot();
   FsckReport report;
   auto problem = [&](std::string p) { report.problems.push_back(std::move(p)); };
+  // Inode -> (link count it keeps, link count its entries make).
+  std::unordered_map<uint64_t, std::pair<uint32_t, uint32_t>> kept_links;
 
-  WEFT_RETURN_IF_ERROR(ForEachWithPrefix(
-      snap.get(), std::string(1, schema::kDirent),
-      [&](std::string_view key, std::string_view value) -> Status {
-        auto d = schema::DecodeDirent(value);
-        if (!d.ok()) {
-          problem("directory entry " + ToHex(AsBytes(key)) + ": " + d.status().ToString());
-          return OkStatus();
-        }
-        WEFT_ASSIGN_OR_RETURN(auto inode, snap->Get(schema::InodeKey(d->value.ino)));
-        if (!inode) {
-          problem("directory entry '" + std::string(key.substr(9)) + "' points to missing inode " +
-                  std::to_string(d->value.ino));
-        }
-        return OkStatus();
-      }));
   auto check_manifest = [&](uint64_t ino, uint64_t content_seq, uint64_t size,
                             const std::string& what) -> Status {
     WEFT_ASSIGN_OR_RETURN(auto v, snap->Get(schema::ManifestKey(ino, content_seq)));
@@ -1639,11 +1753,45 @@ Result<FsckReport> LocalVolume::Fsck(const RequestContext&) {
                             problem("inode " + std::to_string(ino) + ": " + c.status().ToString());
                             return OkStatus();
                           }
+                          if (c->value.type == FileType::kDirectory && c->value.nlink != 0) {
+                            kept_links[ino] = {c->value.nlink, 2};
+                          } else if (c->value.nlink > 1) {
+                            kept_links[ino] = {c->value.nlink, 0};
+                          }
                           if (c->value.type != FileType::kFile) return OkStatus();
                           ++report.files_checked;
                           return check_manifest(ino, c->value.content_seq, c->value.size,
                                                 "inode " + std::to_string(ino));
                         }));
+  // Link counts the volume keeps (directories, files with several names), checked against the
+  // entries that name them.
+  WEFT_RETURN_IF_ERROR(ForEachWithPrefix(
+      snap.get(), std::string(1, schema::kDirent),
+      [&](std::string_view key, std::string_view value) -> Status {
+        auto d = schema::DecodeDirent(value);
+        if (!d.ok()) {
+          problem("directory entry " + ToHex(AsBytes(key)) + ": " + d.status().ToString());
+          return OkStatus();
+        }
+        WEFT_ASSIGN_OR_RETURN(auto inode, snap->Get(schema::InodeKey(d->value.ino)));
+        if (!inode) {
+          problem("directory entry '" + std::string(key.substr(9)) + "' points to missing inode " +
+                  std::to_string(d->value.ino));
+        }
+        if (d->value.type == FileType::kDirectory) {
+          auto parent = kept_links.find(GetBigEndian64(key.data() + 1));
+          if (parent != kept_links.end()) ++parent->second.second;
+        } else if (auto named = kept_links.find(d->value.ino); named != kept_links.end()) {
+          ++named->second.second;
+        }
+        return OkStatus();
+      }));
+  for (const auto& [ino, links] : kept_links) {
+    if (links.first != links.second) {
+      problem("inode " + std::to_string(ino) + ": link count " + std::to_string(links.first) +
+              ", but " + std::to_string(links.second) + " found");
+    }
+  }
   WEFT_RETURN_IF_ERROR(ForEachWithPrefix(
       snap.get(), std::string(1, schema::kManifest),
       [&](std::string_view key, std::string_view value) -> Status {

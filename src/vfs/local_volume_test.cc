@@ -309,6 +309,154 @@ TEST_F(LocalVolumeTest, SymlinksAndSetAttr) {
   EXPECT_EQ(*ReadFile(vol_.get(), "/f"), "x");
 }
 
+TEST_F(LocalVolumeTest, SpecialFilesAreEntriesWithoutContent) {
+  auto fifo = vol_->Mknod(ctx_, "/fifo", FileType::kFifo, 0640, 99);
+  ASSERT_TRUE(fifo.ok()) << fifo.status().ToString();
+  EXPECT_EQ(fifo->type, FileType::kFifo);
+  EXPECT_EQ(fifo->mode, 0640u);
+  EXPECT_EQ(fifo->rdev, 0u);  // only devices keep a device number
+  auto dev = vol_->Mknod(ctx_, "/tty", FileType::kCharDevice, 0620, (5 << 8) | 1);
+  ASSERT_TRUE(dev.ok());
+  ASSERT_TRUE(vol_->Mknod(ctx_, "/sock", FileType::kSocket, 0777, 0).ok());
+  ASSERT_TRUE(vol_->Mknod(ctx_, "/blk", FileType::kBlockDevice, 0600, 7).ok());
+  EXPECT_EQ(vol_->Stat(ctx_, "/tty")->rdev, uint64_t{(5 << 8) | 1});
+  EXPECT_EQ(vol_->Stat(ctx_, "/sock")->type, FileType::kSocket);
+  EXPECT_EQ(vol_->Stat(ctx_, "/blk")->type, FileType::kBlockDevice);
+  EXPECT_EQ(vol_->Stat(ctx_, "/blk")->size, 0u);
+
+  EXPECT_EQ(vol_->Mknod(ctx_, "/fifo", FileType::kFifo, 0600, 0).status().code(),
+            StatusCode::kAlreadyExists);
+  EXPECT_EQ(vol_->Mknod(ctx_, "/x", FileType::kFile, 0600, 0).status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(vol_->Mknod(ctx_, "/no/such", FileType::kFifo, 0600, 0).status().code(),
+            StatusCode::kNotFound);
+  EXPECT_EQ(vol_->OpenReader(ctx_, "/fifo").status().code(), StatusCode::kInvalidArgument);
+
+  // Listed with their types; renamed and removed like any other name; kept by snapshots.
+  ReadDirOptions with_info;
+  with_info.with_info = true;
+  auto page = vol_->ReadDir(ctx_, "/", with_info);
+  ASSERT_TRUE(page.ok());
+  ASSERT_EQ(page->entries.size(), 4u);
+  EXPECT_EQ(page->entries[1].type, FileType::kFifo);
+  EXPECT_EQ(page->entries[3].info->rdev, uint64_t{(5 << 8) | 1});
+  ASSERT_TRUE(vol_->CreateSnapshot(ctx_, "s").ok());
+  ASSERT_TRUE(vol_->Rename(ctx_, "/fifo", "/pipe").ok());
+  EXPECT_EQ(vol_->Stat(ctx_, "/pipe")->inode, fifo->inode);
+  ASSERT_TRUE(vol_->Unlink(ctx_, "/tty").ok());
+  EXPECT_EQ(vol_->Stat(ctx_, "/tty").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(vol_->Stat(ctx_, "/.weft/snapshots/s/tty")->rdev, uint64_t{(5 << 8) | 1});
+  EXPECT_EQ(vol_->Stat(ctx_, "/.weft/snapshots/s/fifo")->type, FileType::kFifo);
+}
+
+TEST_F(LocalVolumeTest, DirectoryTimesAndLinkCountsFollowTheirEntries) {
+  auto root = vol_->Stat(ctx_, "/");
+  ASSERT_TRUE(root.ok());
+  EXPECT_EQ(root->nlink, 2u);
+  auto step = [&] {
+    clock_.AdvanceNanos(1'000'000'000);
+    return clock_.NowNanos();
+  };
+  int64_t t = step();
+  ASSERT_TRUE(vol_->Mkdir(ctx_, "/d").ok());
+  EXPECT_EQ(vol_->Stat(ctx_, "/")->mtime_ns, t);
+  EXPECT_EQ(vol_->Stat(ctx_, "/")->ctime_ns, t);
+  EXPECT_EQ(vol_->Stat(ctx_, "/")->nlink, 3u);
+  EXPECT_EQ(vol_->Stat(ctx_, "/d")->nlink, 2u);
+
+  t = step();
+  ASSERT_TRUE(WriteFile(vol_.get(), "/d/f", "x").ok());  // a new name changes the directory
+  EXPECT_EQ(vol_->Stat(ctx_, "/d")->mtime_ns, t);
+  EXPECT_EQ(vol_->Stat(ctx_, "/d")->nlink, 2u);   // files do not count
+  EXPECT_LT(vol_->Stat(ctx_, "/")->mtime_ns, t);  // nor does a grandchild
+  step();
+  ASSERT_TRUE(WriteFile(vol_.get(), "/d/f", "y").ok());  // new content is not a new name
+  EXPECT_EQ(vol_->Stat(ctx_, "/d")->mtime_ns, t);
+
+  t = step();
+  ASSERT_TRUE(vol_->Mkdir(ctx_, "/d/a/b", 0755, /*parents=*/true).ok());
+  EXPECT_EQ(vol_->Stat(ctx_, "/d")->nlink, 3u);
+  EXPECT_EQ(vol_->Stat(ctx_, "/d/a")->nlink, 3u);
+  EXPECT_EQ(vol_->Stat(ctx_, "/d/a")->mtime_ns, t);
+
+  // A directory moved between parents moves a link; both parents change, and so does the
+  // moved directory's ctime.
+  ASSERT_TRUE(vol_->Mkdir(ctx_, "/e").ok());
+  t = step();
+  ASSERT_TRUE(vol_->Rename(ctx_, "/d/a", "/e/a").ok());
+  EXPECT_EQ(vol_->Stat(ctx_, "/d")->nlink, 2u);
+  EXPECT_EQ(vol_->Stat(ctx_, "/e")->nlink, 3u);
+  EXPECT_EQ(vol_->Stat(ctx_, "/d")->mtime_ns, t);
+  EXPECT_EQ(vol_->Stat(ctx_, "/e")->ctime_ns, t);
+  EXPECT_EQ(vol_->Stat(ctx_, "/e/a")->ctime_ns, t);
+  EXPECT_LT(vol_->Stat(ctx_, "/e/a")->mtime_ns, t);
+  // Over an empty directory: the target's parent keeps its count.
+  ASSERT_TRUE(vol_->Mkdir(ctx_, "/d/c").ok());
+  ASSERT_TRUE(vol_->Rename(ctx_, "/e/a/b", "/d/c").ok());
+  EXPECT_EQ(vol_->Stat(ctx_, "/d")->nlink, 3u);
+  EXPECT_EQ(vol_->Stat(ctx_, "/e/a")->nlink, 2u);
+
+  t = step();
+  ASSERT_TRUE(vol_->Unlink(ctx_, "/d/f").ok());
+  EXPECT_EQ(vol_->Stat(ctx_, "/d")->mtime_ns, t);
+  t = step();
+  ASSERT_TRUE(vol_->Rmdir(ctx_, "/d/c").ok());
+  EXPECT_EQ(vol_->Stat(ctx_, "/d")->nlink, 2u);
+  EXPECT_EQ(vol_->Stat(ctx_, "/d")->ctime_ns, t);
+  EXPECT_EQ(vol_->Stat(ctx_, "/")->nlink, 4u);  // d, e
+  // A failed mutation changes nothing.
+  int64_t before = vol_->Stat(ctx_, "/d")->mtime_ns;
+  step();
+  EXPECT_FALSE(vol_->Rmdir(ctx_, "/d/nothing").ok());
+  EXPECT_FALSE(vol_->Mkdir(ctx_, "/d").ok());
+  EXPECT_EQ(vol_->Stat(ctx_, "/d")->mtime_ns, before);
+  EXPECT_EQ(vol_->Stat(ctx_, "/")->nlink, 4u);
+}
+
+TEST_F(LocalVolumeTest, AnAccessTimeIsKeptOnlyWhenSet) {
+  ASSERT_TRUE(WriteFile(vol_.get(), "/f", "x").ok());
+  auto f = vol_->Stat(ctx_, "/f");
+  EXPECT_EQ(f->atime_ns, f->mtime_ns);  // never set: it follows the mtime
+  SetAttrRequest atime;
+  atime.atime_ns = 5'000'000'123;
+  ASSERT_TRUE(vol_->SetAttr(ctx_, "/f", atime).ok());
+  EXPECT_EQ(vol_->Stat(ctx_, "/f")->atime_ns, 5'000'000'123);
+  EXPECT_EQ(vol_->Stat(ctx_, "/f")->mtime_ns, f->mtime_ns);
+  EXPECT_EQ(*ReadFile(vol_.get(), "/f"), "x");  // reads leave it alone
+  EXPECT_EQ(vol_->Stat(ctx_, "/f")->atime_ns, 5'000'000'123);
+
+  // New content and new entries change mtimes, not atimes.
+  ASSERT_TRUE(vol_->Mkdir(ctx_, "/d").ok());
+  ASSERT_TRUE(WriteFile(vol_.get(), "/d/h", "1").ok());
+  const int64_t created = vol_->Stat(ctx_, "/d/h")->mtime_ns;
+  const int64_t dir_created = vol_->Stat(ctx_, "/d")->atime_ns;
+  clock_.AdvanceNanos(1'000'000'000);
+  ASSERT_TRUE(WriteFile(vol_.get(), "/d/h", "2").ok());
+  ASSERT_TRUE(WriteFile(vol_.get(), "/d/i", "3").ok());
+  EXPECT_EQ(vol_->Stat(ctx_, "/d/h")->atime_ns, created);
+  EXPECT_GT(vol_->Stat(ctx_, "/d/h")->mtime_ns, created);
+  EXPECT_EQ(vol_->Stat(ctx_, "/d")->atime_ns, dir_created);
+  EXPECT_GT(vol_->Stat(ctx_, "/d")->mtime_ns, dir_created);
+
+  // Setting only the mtime leaves an atime that followed it where it was.
+  ASSERT_TRUE(WriteFile(vol_.get(), "/g", "x").ok());
+  int64_t g_mtime = vol_->Stat(ctx_, "/g")->mtime_ns;
+  SetAttrRequest mtime;
+  mtime.mtime_ns = -7;
+  ASSERT_TRUE(vol_->SetAttr(ctx_, "/g", mtime).ok());
+  EXPECT_EQ(vol_->Stat(ctx_, "/g")->mtime_ns, -7);
+  EXPECT_EQ(vol_->Stat(ctx_, "/g")->atime_ns, g_mtime);
+
+  // Kept across a reopen of the volume's store.
+  LocalVolumeOptions opts;
+  opts.clock = &clock_;
+  vol_.reset();
+  auto reopened = NewLocalVolume(kv_, chunks_, opts);
+  ASSERT_TRUE(reopened.ok());
+  EXPECT_EQ((*reopened)->Stat(ctx_, "/f")->atime_ns, 5'000'000'123);
+  EXPECT_EQ((*reopened)->Stat(ctx_, "/")->nlink, 3u);  // and /d
+}
+
 TEST_F(LocalVolumeTest, HostilePathsChangeNothing) {
   ASSERT_TRUE(vol_->Mkdir(ctx_, "/ok").ok());
   uint64_t before = LastSequence();

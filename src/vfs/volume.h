@@ -35,9 +35,27 @@ struct RequestContext {
   uint32_t gid = 0;
 };
 
-enum class FileType : uint8_t { kFile = 1, kDirectory = 2, kSymlink = 3 };
+// The last four are special files: entries with a type, a mode and (devices) a device number,
+// and no content. The kernel gives them their behaviour; the volume only names them.
+enum class FileType : uint8_t {
+  kFile = 1,
+  kDirectory = 2,
+  kSymlink = 3,
+  kFifo = 4,
+  kSocket = 5,
+  kCharDevice = 6,
+  kBlockDevice = 7,
+};
+inline constexpr uint8_t kMaxFileType = 7;
 
-// "file", "directory", "symlink": how listings (CLI, REST) name a type.
+// The most names one file may have (LINK_MAX, as ext4's).
+inline constexpr uint32_t kMaxLinks = 65000;
+
+constexpr bool IsSpecialFile(FileType type) {
+  return type >= FileType::kFifo && type <= FileType::kBlockDevice;
+}
+
+// "file", "directory", "symlink", "fifo", ...: how listings (CLI, REST) name a type.
 constexpr std::string_view FileTypeName(FileType type) {
   switch (type) {
     case FileType::kFile:
@@ -46,6 +64,14 @@ constexpr std::string_view FileTypeName(FileType type) {
       return "directory";
     case FileType::kSymlink:
       return "symlink";
+    case FileType::kFifo:
+      return "fifo";
+    case FileType::kSocket:
+      return "socket";
+    case FileType::kCharDevice:
+      return "char-device";
+    case FileType::kBlockDevice:
+      return "block-device";
   }
   return "unknown";
 }
@@ -67,6 +93,13 @@ struct FileInfo {
   uint64_t size = 0;
   int64_t mtime_ns = 0;
   int64_t ctime_ns = 0;
+  // The access time: as set explicitly (SetAttrRequest::atime_ns), else the mtime. Reads do
+  // not change it (noatime).
+  int64_t atime_ns = 0;
+  // POSIX link count: a directory's is 2 + its subdirectories (1 for a directory made by a
+  // weft that did not count them, which tells tools such as find not to count on it).
+  uint32_t nlink = 1;
+  uint64_t rdev = 0;       // device number (character and block devices only)
   std::string etag;        // hex MD5 of the content (files only)
   std::string version_id;  // identifies this content version (files only)
   uint64_t chunks = 0;     // number of chunks in the manifest (files only)
@@ -254,6 +287,7 @@ struct SetAttrRequest {
   std::optional<uint32_t> uid;
   std::optional<uint32_t> gid;
   std::optional<int64_t> mtime_ns;
+  std::optional<int64_t> atime_ns;
   // Replaces a directory's attributes (the S3 front end keeps bucket settings on the bucket
   // directory). InvalidArgument on a file: its attributes belong to its version, so write a
   // new version instead.
@@ -363,9 +397,21 @@ class Volume {
                                  uint32_t mode = 0755, bool parents = false) = 0;
   virtual Result<FileInfo> Symlink(const RequestContext& ctx, const std::string& path,
                                    const std::string& target) = 0;
+  // Creates a special file (IsSpecialFile(type)): a FIFO, a socket or a device node, with
+  // permission bits `mode` and, for devices, device number `rdev`. AlreadyExists if the path
+  // exists; InvalidArgument for any other type.
+  virtual Result<FileInfo> Mknod(const RequestContext& ctx, const std::string& path, FileType type,
+                                 uint32_t mode, uint64_t rdev) = 0;
   // Atomically moves `from` to `to`, replacing a file (or an empty directory) at `to`.
   virtual Status Rename(const RequestContext& ctx, const std::string& from,
                         const std::string& to) = 0;
+  // Gives the file (or symlink, or special file) at `existing` a second name `path`, as
+  // link(2): both name one inode, whose content, attributes and versions they share, and
+  // which goes with its last name. AlreadyExists if `path` exists; IsADirectory for a
+  // directory; ResourceExhausted past kMaxLinks names.
+  virtual Result<FileInfo> Link(const RequestContext& ctx, const std::string& existing,
+                                const std::string& path) = 0;
+  // Removes one name; a file goes with its last name.
   virtual Status Unlink(const RequestContext& ctx, const std::string& path) = 0;
   virtual Status Rmdir(const RequestContext& ctx, const std::string& path) = 0;
   virtual Result<FileInfo> SetAttr(const RequestContext& ctx, const std::string& path,

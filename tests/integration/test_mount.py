@@ -8,6 +8,8 @@ import hashlib
 import json
 import os
 import signal
+import socket
+import stat
 import subprocess
 import threading
 import time
@@ -305,7 +307,6 @@ class PosixTest(LocalMountTestCase):
         self.assertEqual(os.readlink(self.m("link")), "f")
         self.assertEqual(read(self.m("link")), b"abcd")
         self.assertTrue(os.path.islink(self.m("link")))
-        self.assert_errno(errno.EPERM, os.link, self.m("f"), self.m("hard"))
         # fsync makes a version while the file stays open: a snapshot taken then has it.
         with open(self.m("doc"), "wb") as f:
             f.write(b"v1")
@@ -318,6 +319,150 @@ class PosixTest(LocalMountTestCase):
         sv = os.statvfs(self.mp)
         self.assertGreater(sv.f_blocks, 0)
         self.assertEqual(sv.f_namemax, 255)
+
+    def test_fifos_sockets_and_device_nodes(self):
+        os.mkfifo(self.m("fifo"), 0o640)
+        st = os.stat(self.m("fifo"))
+        self.assertTrue(stat.S_ISFIFO(st.st_mode))
+        self.assertEqual(st.st_mode & 0o7777, 0o640)
+        self.assert_errno(errno.EEXIST, os.mkfifo, self.m("fifo"))
+        # The kernel makes a pipe of it: what one process writes, another reads.
+        reader = subprocess.Popen(["cat", self.m("fifo")], stdout=subprocess.PIPE)
+        with open(self.m("fifo"), "wb") as w:
+            w.write(b"through the pipe\n")
+        self.assertEqual(reader.communicate(timeout=30)[0], b"through the pipe\n")
+        # A socket bound at a path in the mount.
+        server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.addCleanup(server.close)
+        server.bind(self.m("sock"))
+        self.assertTrue(stat.S_ISSOCK(os.stat(self.m("sock")).st_mode))
+        entries = {e.name: e for e in os.scandir(self.mp)}
+        self.assertTrue(stat.S_ISFIFO(entries["fifo"].stat(follow_symlinks=False).st_mode))
+        self.assertTrue(stat.S_ISSOCK(entries["sock"].stat(follow_symlinks=False).st_mode))
+        if os.geteuid() == 0:
+            # Device nodes keep their number; the mount is nodev, so they open nothing.
+            os.mknod(self.m("null"), 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+            st = os.stat(self.m("null"))
+            self.assertTrue(stat.S_ISCHR(st.st_mode))
+            self.assertEqual((os.major(st.st_rdev), os.minor(st.st_rdev)), (1, 3))
+            self.assert_errno(errno.EACCES, open, self.m("null"), "rb")
+            os.mknod(self.m("blk"), 0o600 | stat.S_IFBLK, os.makedev(7, 0))
+            self.assertTrue(stat.S_ISBLK(os.stat(self.m("blk")).st_mode))
+        else:
+            self.assert_errno(errno.EPERM, os.mknod, self.m("null"),
+                              0o666 | stat.S_IFCHR, os.makedev(1, 3))
+        # Renamed, replaced and removed like other names; a rename onto a FIFO is ENOTDIR for
+        # a directory and replaces it for a file.
+        os.rename(self.m("fifo"), self.m("pipe"))
+        self.assertTrue(stat.S_ISFIFO(os.stat(self.m("pipe")).st_mode))
+        os.mkdir(self.m("d"))
+        self.assert_errno(errno.ENOTDIR, os.rename, self.m("d"), self.m("pipe"))
+        write(self.m("f"), b"x")
+        os.rename(self.m("f"), self.m("pipe"))
+        self.assertEqual(read(self.m("pipe")), b"x")
+        os.unlink(self.m("sock"))
+        self.assertNotIn("sock", os.listdir(self.mp))
+        # They survive a remount.
+        os.mkfifo(self.m("kept"))
+        self.assertEqual(self.mount.stop(), 0)
+        self.mount = Mount(self.bin, self.mp, [], [], data=self.data)
+        self.assertTrue(stat.S_ISFIFO(os.stat(self.m("kept")).st_mode))
+
+    def test_hard_links_share_one_file(self):
+        write(self.m("f"), b"one")
+        os.mkdir(self.m("d"))
+        before = os.stat(self.m("f"))
+        time.sleep(0.01)
+        os.link(self.m("f"), self.m("d", "g"))
+        f, g = os.stat(self.m("f")), os.stat(self.m("d", "g"))
+        self.assertEqual(f.st_ino, g.st_ino)
+        self.assertEqual((f.st_nlink, g.st_nlink), (2, 2))
+        self.assertGreater(f.st_ctime_ns, before.st_ctime_ns)
+        # A write through one name shows through the other, and so does a chmod.
+        write(self.m("d", "g"), b"two")
+        self.assertEqual(read(self.m("f")), b"two")
+        os.chmod(self.m("f"), 0o600)
+        self.assertEqual(os.stat(self.m("d", "g")).st_mode & 0o777, 0o600)
+        os.link(self.m("f"), self.m("h"))
+        self.assertEqual(os.stat(self.m("d", "g")).st_nlink, 3)
+        # Errors, as link(2) and rename(2) say.
+        self.assert_errno(errno.EEXIST, os.link, self.m("f"), self.m("h"))
+        self.assert_errno(errno.EPERM, os.link, self.m("d"), self.m("dd"))
+        self.assert_errno(errno.ENOENT, os.link, self.m("missing"), self.m("x"))
+        os.rename(self.m("f"), self.m("h"))  # two names of one file: nothing happens
+        self.assertEqual(os.stat(self.m("f")).st_nlink, 3)
+        # Removing a name keeps the file for the others, and the count follows.
+        os.unlink(self.m("f"))
+        self.assertEqual(os.stat(self.m("h")).st_nlink, 2)
+        self.assertEqual(read(self.m("d", "g")), b"two")
+        # Renaming a file over one name of another takes that name away.
+        write(self.m("other"), b"three")
+        os.rename(self.m("other"), self.m("h"))
+        self.assertEqual(os.stat(self.m("d", "g")).st_nlink, 1)
+        self.assertEqual(read(self.m("h")), b"three")
+        # Kept across a remount, and fsck counts the names.
+        os.link(self.m("d", "g"), self.m("g2"))
+        self.assertEqual(self.mount.stop(), 0)
+        fsck = subprocess.run([self.bin, "--data", self.data, "fsck"], capture_output=True,
+                              text=True)
+        self.assertEqual(fsck.returncode, 0, fsck.stdout + fsck.stderr)
+        self.mount = Mount(self.bin, self.mp, [], [], data=self.data)
+        self.assertEqual(os.stat(self.m("g2")).st_nlink, 2)
+        self.assertEqual(os.stat(self.m("g2")).st_ino, os.stat(self.m("d", "g")).st_ino)
+        self.assertEqual(read(self.m("g2")), b"two")
+
+    def test_directory_times_and_link_counts(self):
+        os.mkdir(self.m("d"))
+        self.assertEqual(os.stat(self.m("d")).st_nlink, 2)
+        before = os.stat(self.m("d"))
+        time.sleep(0.01)
+        write(self.m("d", "f"), b"x")
+        after = os.stat(self.m("d"))
+        self.assertGreater(after.st_mtime_ns, before.st_mtime_ns)
+        self.assertGreater(after.st_ctime_ns, before.st_ctime_ns)
+        self.assertEqual(after.st_nlink, 2)
+        for sub in ("a", "b", "c"):
+            os.mkdir(self.m("d", sub))
+        self.assertEqual(os.stat(self.m("d")).st_nlink, 5)
+        root = os.stat(self.mp).st_nlink
+        os.rename(self.m("d", "c"), self.m("c"))
+        self.assertEqual(os.stat(self.m("d")).st_nlink, 4)
+        self.assertEqual(os.stat(self.mp).st_nlink, root + 1)
+        before = os.stat(self.m("d"))
+        time.sleep(0.01)
+        os.rmdir(self.m("d", "b"))
+        after = os.stat(self.m("d"))
+        self.assertEqual(after.st_nlink, 3)
+        self.assertGreater(after.st_mtime_ns, before.st_mtime_ns)
+        time.sleep(0.01)
+        os.unlink(self.m("d", "f"))
+        self.assertGreater(os.stat(self.m("d")).st_mtime_ns, after.st_mtime_ns)
+        # `find` walks the tree whole (it counts subdirectories from the link count).
+        found = subprocess.run(["find", self.mp, "-path", "*/.weft", "-prune", "-o", "-print"],
+                               capture_output=True, text=True, check=True).stdout.split()
+        self.assertEqual(sorted(os.path.relpath(p, self.mp) for p in found),
+                         [".", "c", "d", "d/a"])
+
+    def test_access_times_are_kept_when_set(self):
+        write(self.m("f"), b"abc")
+        st = os.stat(self.m("f"))
+        # Set when the file was made (open with O_CREAT); the write at close changed the mtime.
+        self.assertLessEqual(st.st_atime_ns, st.st_mtime_ns)
+        os.utime(self.m("f"), ns=(1_500_000_000_000_000_000, 1_600_000_000_000_000_000))
+        st = os.stat(self.m("f"))
+        self.assertEqual(st.st_atime_ns, 1_500_000_000_000_000_000)
+        self.assertEqual(st.st_mtime_ns, 1_600_000_000_000_000_000)
+        read(self.m("f"))
+        self.assertEqual(os.stat(self.m("f")).st_atime_ns, 1_500_000_000_000_000_000)
+        # touch -m keeps the atime; touch -a keeps the mtime.
+        subprocess.run(["touch", "-m", "-d", "2001-01-01 00:00:00Z", self.m("f")], check=True)
+        st = os.stat(self.m("f"))
+        self.assertEqual(st.st_atime_ns, 1_500_000_000_000_000_000)
+        self.assertEqual(st.st_mtime_ns, 978_307_200_000_000_000)
+        subprocess.run(["touch", "-a", "-d", "2002-01-01 00:00:00Z", self.m("f")], check=True)
+        st = os.stat(self.m("f"))
+        self.assertEqual(st.st_atime_ns, 1_009_843_200_000_000_000)
+        self.assertEqual(st.st_mtime_ns, 978_307_200_000_000_000)
 
     def test_errors(self):
         self.assert_errno(errno.ENOENT, open, self.m("missing"), "rb")
@@ -332,7 +477,6 @@ class PosixTest(LocalMountTestCase):
         self.assert_errno(errno.ENOTDIR, os.mkdir, self.m("d", "f", "sub"))
         self.assert_errno(errno.EISDIR, open, self.m("d"), "wb")
         self.assert_errno(errno.ENAMETOOLONG, open, self.m("x" * 256), "wb")
-        self.assert_errno(errno.EPERM, os.mkfifo, self.m("fifo"))
         self.assertEqual(sorted(os.listdir(self.m("d"))), ["f"])
         # Name limits are per segment (255) and per call (PATH_MAX), not on the whole path in
         # the volume: a tree 20 directories of 250 bytes deep (5 KB) works through relative

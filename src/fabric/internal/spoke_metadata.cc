@@ -168,7 +168,11 @@ Result<ReadDirPage> SpokeMetadata::List(const std::string& hub_path, const ReadD
     for (const json& e : reply.at("entries")) {
       DirEntry entry;
       entry.name = e.at("name").get<std::string>();
-      entry.type = static_cast<FileType>(e.at("type").get<int>());
+      const int type = e.at("type").get<int>();
+      if (type < 1 || type > kMaxFileType) {
+        return InvalidArgument("malformed listing from the hub: type " + std::to_string(type));
+      }
+      entry.type = static_cast<FileType>(type);
       entry.inode = e.at("inode").get<uint64_t>();
       if (e.contains("info")) {
         WEFT_ASSIGN_OR_RETURN(entry.info, InfoFromJson(e.at("info")));
@@ -273,7 +277,16 @@ Status SpokeMetadata::FetchDir(const std::string& dir, const std::string* read) 
   std::string frames;
   WEFT_ASSIGN_OR_RETURN(json reply, hub_->Call("dir", args, nullptr, &frames));
   WEFT_RETURN_IF_ERROR(chunks_->StoreFrames(frames).status());
-  if (reply.value("too_large", false)) {
+  bool too_large = false, withheld = false;
+  int64_t lease_ms = 0;
+  try {
+    too_large = reply.value("too_large", false);
+    withheld = reply.value("withheld", false);
+    lease_ms = reply.value("lease_ms", int64_t{0});
+  } catch (const json::exception& e) {
+    return InvalidArgument(std::string("malformed directory from the hub: ") + e.what());
+  }
+  if (too_large) {
     std::lock_guard lock(dirs_mu_);
     if (large_dirs_.size() >= kMaxLargeDirs) large_dirs_.clear();
     large_dirs_[dir] = Now() + kLargeDirRetry;
@@ -319,10 +332,15 @@ Status SpokeMetadata::FetchDir(const std::string& dir, const std::string* read) 
   for (const auto& [path, lookup] : learned) {
     chunks_->Remember(path, lookup->info.version_id, lookup->chunks);
   }
-  const bool withheld = reply.value("withheld", false);
   std::vector<std::pair<const CachedLookup*, bool>> entries;
-  for (const auto& [name, entry] : fresh->entries) entries.emplace_back(&entry.first, entry.second);
-  if (!cache_.InstallDir(ticket, reply.value("lease_ms", int64_t{0}), Now(), entries, withheld)) {
+  // A file with several names changes when another of its names is written, and the hub's
+  // changes since a sequence name only the one written: such a directory is listed whole.
+  bool other_names = false;
+  for (const auto& [name, entry] : fresh->entries) {
+    entries.emplace_back(&entry.first, entry.second);
+    other_names |= entry.first.info.type != FileType::kDirectory && entry.first.info.nlink > 1;
+  }
+  if (!cache_.InstallDir(ticket, lease_ms, Now(), entries, withheld)) {
     return Aborted(dir + " changed while it was listed");
   }
   std::lock_guard lock(dirs_mu_);
@@ -330,7 +348,7 @@ Status SpokeMetadata::FetchDir(const std::string& dir, const std::string* read) 
     manifest_entries_ -= old->second->entries.size();
     manifests_.erase(old);
   }
-  if (fresh->sequence == 0 || withheld) return OkStatus();
+  if (fresh->sequence == 0 || withheld || other_names) return OkStatus();
   // Bounded: past kManifestEntries, forget others (any: a forgotten directory costs one
   // whole listing next time, not a wrong answer).
   while (manifest_entries_ + fresh->entries.size() > kManifestEntries && !manifests_.empty()) {

@@ -20,6 +20,7 @@
 #include <mutex>
 #include <set>
 #include <thread>
+#include <tuple>
 #include <unordered_map>
 
 #include "chunk/zero_chunks.h"
@@ -125,10 +126,24 @@ struct stat StatOf(const FileInfo& info, uint64_t fallback_ino) {
     case FileType::kSymlink:
       st.st_mode = S_IFLNK;
       break;
+    case FileType::kFifo:
+      st.st_mode = S_IFIFO;
+      break;
+    case FileType::kSocket:
+      st.st_mode = S_IFSOCK;
+      break;
+    case FileType::kCharDevice:
+      st.st_mode = S_IFCHR;
+      break;
+    case FileType::kBlockDevice:
+      st.st_mode = S_IFBLK;
+      break;
   }
   st.st_mode |= info.mode & 07777;
-  // Directories report one link: tools then count no subdirectories from it.
-  st.st_nlink = 1;
+  // 2 + subdirectories for a directory (1 where the volume does not count them, which tells
+  // tools such as find not to count on it).
+  st.st_nlink = info.nlink;
+  st.st_rdev = static_cast<dev_t>(info.rdev);
   st.st_uid = info.uid;
   st.st_gid = info.gid;
   st.st_size =
@@ -136,7 +151,7 @@ struct stat StatOf(const FileInfo& info, uint64_t fallback_ino) {
   st.st_blksize = kIoBytes;
   st.st_blocks = static_cast<blkcnt_t>((info.size + 511) / 512);
   st.st_mtim = ToTimespec(info.mtime_ns);
-  st.st_atim = st.st_mtim;
+  st.st_atim = ToTimespec(info.atime_ns);
   st.st_ctim = ToTimespec(info.ctime_ns != 0 ? info.ctime_ns : info.mtime_ns);
   return st;
 }
@@ -262,6 +277,7 @@ struct WriteHandle : Handle {
 
 struct DirHandle : Handle {
   std::mutex mu;
+  uint64_t node = 0;
   std::string path;
   std::vector<DirEntry> entries;  // fetched so far; entry i has offset i + 3
   bool complete = false;
@@ -293,7 +309,10 @@ class FuseMountImpl final : public FuseMount {
     if (::stat(options_.staging_dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
       return InvalidArgument("staging directory " + options_.staging_dir + " is not a directory");
     }
-    std::string opts = "fsname=weft:" + options_.source + ",subtype=weft,default_permissions";
+    // nodev: a device node anyone made in the volume must not open a device of this machine.
+    // noatime: reads do not change access times (docs/mount.md), and the mount says so.
+    std::string opts =
+        "fsname=weft:" + options_.source + ",subtype=weft,default_permissions,nodev,noatime";
     if (options_.allow_other) opts += ",allow_other";
     if (options_.read_only) opts += ",ro";
     std::vector<std::string> argv = {"weft", "-o", opts};
@@ -429,6 +448,19 @@ class FuseMountImpl final : public FuseMount {
     return ctx;
   }
 
+  // Who a new entry at `path` is created by: the caller, but with the group of a setgid parent
+  // directory, whose bit a new directory inherits (as Linux file systems do; the kernel leaves
+  // it to a FUSE file system).
+  RequestContext CreatorOf(fuse_req_t req, const std::string& path, mode_t* mode = nullptr) {
+    RequestContext ctx = ContextOf(req);
+    Result<FileInfo> parent = volume_->Stat(ctx, ParentPath(path));
+    if (parent.ok() && (parent->mode & S_ISGID)) {
+      ctx.gid = parent->gid;
+      if (mode != nullptr && S_ISDIR(*mode)) *mode |= S_ISGID;
+    }
+    return ctx;
+  }
+
   bool HasControl() {
     std::lock_guard lock(mu_);
     return static_cast<bool>(control_.stats);
@@ -436,6 +468,12 @@ class FuseMountImpl final : public FuseMount {
 
   double TimeoutFor(const std::string& path) const {
     return InSnapshot(path) ? kImmutableTimeout : options_.attr_timeout_s;
+  }
+  // The kernel keeps an inode per name, so it cannot know that a change through one name of a
+  // file with several (a write, an unlink of another name) changes the others' attributes:
+  // those it must ask for each time.
+  double AttrTimeoutFor(const std::string& path, const FileInfo& info) const {
+    return info.nlink > 1 && info.type != FileType::kDirectory ? 0 : TimeoutFor(path);
   }
 
   // The path node `ino` names; otherwise answers ESTALE and returns nullopt. A node loses its
@@ -503,7 +541,14 @@ class FuseMountImpl final : public FuseMount {
       if (::fstat(w->fd, &tmp) == 0) {
         st->st_size = tmp.st_size;
         st->st_blocks = tmp.st_blocks;
-        if (w->dirty) st->st_mtim = tmp.st_mtim;
+        if (w->dirty) {
+          // Written and not yet committed: the commit's times will be about these.
+          st->st_mtim = tmp.st_mtim;
+          if (std::tie(tmp.st_ctim.tv_sec, tmp.st_ctim.tv_nsec) >
+              std::tie(st->st_ctim.tv_sec, st->st_ctim.tv_nsec)) {
+            st->st_ctim = tmp.st_ctim;
+          }
+        }
       }
       return;
     }
@@ -519,14 +564,15 @@ class FuseMountImpl final : public FuseMount {
     e.ino = ino;
     e.attr = StatOf(info, e.ino);
     OverlayOpenWrites(e.ino, &e.attr);
-    e.attr_timeout = e.entry_timeout = TimeoutFor(path);
+    e.entry_timeout = TimeoutFor(path);
+    e.attr_timeout = AttrTimeoutFor(path, info);
     if (fuse_reply_entry(req, &e) != 0) nodes_.Forget(e.ino, 1);
   }
 
   void ReplyAttr(fuse_req_t req, fuse_ino_t ino, const std::string& path, const FileInfo& info) {
     struct stat st = StatOf(info, ino);
     OverlayOpenWrites(ino, &st);
-    fuse_reply_attr(req, &st, TimeoutFor(path));
+    fuse_reply_attr(req, &st, AttrTimeoutFor(path, info));
   }
 
   // Asks the disk for the chunks up to read_ahead_bytes past a read that continues (within
@@ -805,7 +851,8 @@ class FuseMountImpl final : public FuseMount {
     if (it->second.empty()) writes_.erase(it);
   }
 
-  // Read handles open on `node`, and the file they read: an unlinked file's fstat.
+  // Read handles (and directory handles) open on `node`, and the file they read: the fstat of
+  // one whose name is gone.
   void TrackRead(uint64_t node, const FileInfo& info, int delta) {
     std::lock_guard lock(mu_);
     auto& [count, known] = reads_[node];
@@ -830,6 +877,26 @@ class FuseMountImpl final : public FuseMount {
     auto it = reads_.find(node);
     if (it == reads_.end()) return std::nullopt;
     return it->second.second;
+  }
+
+  // POSIX: a read after a write returns what was written, on any descriptor. A reader of a node
+  // that a descriptor here has written and not yet committed reads what that one staged. (The
+  // kernel's pages of the node, which the write updated, answer most such reads first.)
+  // Replies and returns true if there is one.
+  bool ReadFromLocalWriter(fuse_req_t req, uint64_t node, size_t size, off_t off) {
+    // Under mu_: a handle in writes_ is not freed while it is held (CloseWrite takes it).
+    std::lock_guard lock(mu_);
+    auto it = writes_.find(node);
+    if (it == writes_.end()) return false;
+    for (WriteHandle* w : it->second) {
+      if (!w->loaded || !w->dirty) continue;
+      std::string buffer(size, '\0');
+      ssize_t n = ::pread(w->fd, buffer.data(), size, off);
+      if (n < 0) return fuse_reply_err(req, EIO), true;
+      fuse_reply_buf(req, buffer.data(), static_cast<size_t>(n));
+      return true;
+    }
+    return false;
   }
 
   // A handle already open on `node` for writing, if any (truncate goes through it).
@@ -964,14 +1031,19 @@ class FuseMountImpl final : public FuseMount {
     if (!path) {
       // Unlinked but still open (fstat; the kernel rarely names the handle): the handles
       // open on the node know its file.
+      // It has no name left.
+      auto gone = [](FileInfo info) {
+        info.nlink = 0;
+        return info;
+      };
       if (fi != nullptr) {
         std::shared_ptr<Handle> held = self->handles_.Get(fi->fh);
         if (auto* r = dynamic_cast<ReadHandle*>(held.get())) {
-          return self->ReplyAttr(req, ino, r->reader->info().path, r->reader->info());
+          return self->ReplyAttr(req, ino, r->reader->info().path, gone(r->reader->info()));
         }
       }
       if (std::optional<FileInfo> open = self->OpenInfo(ino)) {
-        return self->ReplyAttr(req, ino, open->path, *open);
+        return self->ReplyAttr(req, ino, open->path, gone(*open));
       }
       return (void)fuse_reply_err(req, ESTALE);  // see PathOr
     }
@@ -1004,8 +1076,14 @@ class FuseMountImpl final : public FuseMount {
       change.mtime_ns =
           static_cast<int64_t>(attr->st_mtim.tv_sec) * 1'000'000'000 + attr->st_mtim.tv_nsec;
     }
-    // atime is not kept: reads do not write metadata.
-    if (change.mode || change.uid || change.gid || change.mtime_ns) {
+    // An atime is kept when set; reads do not change it (noatime).
+    if (to_set & FUSE_SET_ATTR_ATIME_NOW) {
+      change.atime_ns = NowNs();
+    } else if (to_set & FUSE_SET_ATTR_ATIME) {
+      change.atime_ns =
+          static_cast<int64_t>(attr->st_atim.tv_sec) * 1'000'000'000 + attr->st_atim.tv_nsec;
+    }
+    if (change.mode || change.uid || change.gid || change.mtime_ns || change.atime_ns) {
       Result<FileInfo> changed = self->volume_->SetAttr(ctx, *path, change);
       if (!changed.ok()) return (void)fuse_reply_err(req, ErrnoOf(changed.status()));
     }
@@ -1038,12 +1116,22 @@ class FuseMountImpl final : public FuseMount {
     return info;
   }
 
-  static void OpMknod(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, dev_t) {
+  static void OpMknod(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
+                      dev_t rdev) {
     FuseMountImpl* self = Self(req);
     std::optional<std::string> path = self->ChildOr(req, parent, name);
     if (!path || self->RejectWrite(req, *path)) return;
-    if (!S_ISREG(mode)) return (void)fuse_reply_err(req, EPERM);  // no devices, fifos, sockets
-    Result<FileInfo> info = self->CreateEmpty(self->ContextOf(req), *path, mode);
+    // FIFOs, sockets and devices are entries only: the kernel makes a pipe of a FIFO it opens,
+    // and the mount is nodev, so a device node opens nothing.
+    std::optional<FileType> special = S_ISFIFO(mode)   ? FileType::kFifo
+                                      : S_ISSOCK(mode) ? FileType::kSocket
+                                      : S_ISCHR(mode)  ? FileType::kCharDevice
+                                      : S_ISBLK(mode)  ? FileType::kBlockDevice
+                                                       : std::optional<FileType>();
+    if (!special && !S_ISREG(mode)) return (void)fuse_reply_err(req, EINVAL);
+    RequestContext ctx = self->CreatorOf(req, *path);
+    Result<FileInfo> info = special ? self->volume_->Mknod(ctx, *path, *special, mode & 07777, rdev)
+                                    : self->CreateEmpty(ctx, *path, mode);
     if (!info.ok()) return (void)fuse_reply_err(req, ErrnoOf(info.status()));
     self->ReplyEntry(req, *path, *info);
   }
@@ -1062,7 +1150,9 @@ class FuseMountImpl final : public FuseMount {
       return self->ReplyEntry(req, *path, *info);
     }
     if (self->RejectWrite(req, *path)) return;
-    Result<FileInfo> info = self->volume_->Mkdir(self->ContextOf(req), *path, mode & 07777);
+    mode |= S_IFDIR;  // the kernel does not always say
+    RequestContext ctx = self->CreatorOf(req, *path, &mode);
+    Result<FileInfo> info = self->volume_->Mkdir(ctx, *path, mode & 07777);
     if (!info.ok()) return (void)fuse_reply_err(req, ErrnoOf(info.status()));
     self->ReplyEntry(req, *path, *info);
   }
@@ -1100,7 +1190,7 @@ class FuseMountImpl final : public FuseMount {
     FuseMountImpl* self = Self(req);
     std::optional<std::string> path = self->ChildOr(req, parent, name);
     if (!path || self->RejectWrite(req, *path)) return;
-    Result<FileInfo> info = self->volume_->Symlink(self->ContextOf(req), *path, link);
+    Result<FileInfo> info = self->volume_->Symlink(self->CreatorOf(req, *path), *path, link);
     if (!info.ok()) return (void)fuse_reply_err(req, ErrnoOf(info.status()));
     self->ReplyEntry(req, *path, *info);
   }
@@ -1125,8 +1215,21 @@ class FuseMountImpl final : public FuseMount {
     fuse_reply_err(req, 0);
   }
 
-  static void OpLink(fuse_req_t req, fuse_ino_t, fuse_ino_t, const char*) {
-    fuse_reply_err(req, EPERM);  // versions belong to one path: no hard links
+  static void OpLink(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent, const char* name) {
+    FuseMountImpl* self = Self(req);
+    std::optional<std::string> existing = self->PathOr(req, ino);
+    if (!existing) return;
+    std::optional<std::string> path = self->ChildOr(req, parent, name);
+    if (!path || self->RejectWrite(req, *path) || self->RejectWrite(req, *existing)) return;
+    Result<FileInfo> info = self->volume_->Link(self->ContextOf(req), *existing, *path);
+    if (!info.ok()) {
+      const bool too_many = info.status().code() == StatusCode::kResourceExhausted;
+      return (void)fuse_reply_err(req, too_many ? EMLINK : ErrnoOf(info.status()));
+    }
+    // The kernel gives the new name an inode of its own and keeps the existing one's
+    // attributes (one link) until they time out: drop them.
+    fuse_lowlevel_notify_inval_inode(self->session_, ino, -1, 0);
+    self->ReplyEntry(req, *path, *info);
   }
 
   std::shared_ptr<Handle> OpenControl(fuse_req_t req, const std::string& path,
@@ -1196,7 +1299,7 @@ class FuseMountImpl final : public FuseMount {
     FuseMountImpl* self = Self(req);
     std::optional<std::string> path = self->ChildOr(req, parent, name);
     if (!path || self->RejectWrite(req, *path)) return;
-    RequestContext ctx = self->ContextOf(req);
+    RequestContext ctx = self->CreatorOf(req, *path);
     Result<FileInfo> info = self->CreateEmpty(ctx, *path, mode);
     const bool created = info.ok();
     if (!info.ok() && info.status().code() == StatusCode::kAlreadyExists && !(fi->flags & O_EXCL)) {
@@ -1266,6 +1369,7 @@ class FuseMountImpl final : public FuseMount {
     }
     Handle* h = held.get();
     if (auto* r = dynamic_cast<ReadHandle*>(h)) {
+      if (self->ReadFromLocalWriter(req, ino, size, off)) return;
       if (self->options_.read_ahead_bytes > 0) {
         self->HintAheadOf(*r, static_cast<uint64_t>(off), size);
       }
@@ -1424,7 +1528,9 @@ class FuseMountImpl final : public FuseMount {
     if (!info.ok()) return (void)fuse_reply_err(req, ErrnoOf(info.status()));
     if (info->type != FileType::kDirectory) return (void)fuse_reply_err(req, ENOTDIR);
     auto h = std::make_shared<DirHandle>();
+    h->node = ino;
     h->path = *path;
+    self->TrackRead(ino, *info, +1);  // fstat after an rmdir
     fi->fh = self->handles_.Add(std::move(h));
     fi->cache_readdir = InSnapshot(*path);
     fuse_reply_open(req, fi);
@@ -1515,7 +1621,8 @@ class FuseMountImpl final : public FuseMount {
         e.ino = nodes_.Lookup(child);
         e.attr = StatOf(*info, e.ino);
         OverlayOpenWrites(e.ino, &e.attr);
-        e.attr_timeout = e.entry_timeout = TimeoutFor(child);
+        e.entry_timeout = TimeoutFor(child);
+        e.attr_timeout = AttrTimeoutFor(child, *info);
         wrote = fuse_add_direntry_plus(req, buffer.data() + used, room, name.c_str(), &e, next + 1);
       } else {
         if (info) st = StatOf(*info, 0);
@@ -1545,7 +1652,11 @@ class FuseMountImpl final : public FuseMount {
   }
 
   static void OpReleasedir(fuse_req_t req, fuse_ino_t, struct fuse_file_info* fi) {
-    Self(req)->handles_.Remove(fi->fh);
+    FuseMountImpl* self = Self(req);
+    if (auto* d = dynamic_cast<DirHandle*>(self->handles_.Get(fi->fh).get())) {
+      self->TrackRead(d->node, {}, -1);
+    }
+    self->handles_.Remove(fi->fh);
     fuse_reply_err(req, 0);
   }
 

@@ -160,7 +160,8 @@ Result<std::optional<ListedKey>> KeyWalker::Next() {
     listed.key = frame.key_base + next.sort_key;
     listed.is_directory = next.entry.type == FileType::kDirectory;
     if (next.entry.info) listed.info = std::move(*next.entry.info);
-    if (next.entry.type == FileType::kSymlink) continue;  // not an S3 object
+    // Symlinks and special files are not S3 objects.
+    if (next.entry.type != FileType::kFile && !listed.is_directory) continue;
     if (listed.is_directory) {
       if (!CouldHoldKeysAfterStart(listed.key)) continue;
       last_directory_ = listed;

@@ -163,6 +163,9 @@ FileInfo MakeFileInfo(const std::string& path, uint64_t ino, const Inode& inode)
   f.size = inode.size;
   f.mtime_ns = inode.mtime_ns;
   f.ctime_ns = inode.ctime_ns;
+  f.atime_ns = inode.atime_ns.value_or(inode.mtime_ns);
+  f.nlink = inode.nlink != 0 ? inode.nlink : 1;
+  f.rdev = inode.rdev;
   f.symlink_target = inode.symlink_target;
   f.attributes = inode.attributes;
   if (inode.type == FileType::kFile) {

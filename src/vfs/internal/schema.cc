@@ -12,6 +12,9 @@ constexpr uint8_t kCodecVersion = 1;
 // field. Writers use it only when there are attributes, so every other record stays
 // byte-identical to codec 1, and a record cut right before the field is still detected.
 constexpr uint8_t kCodecWithAttributes = 2;
+// Inode records that keep what codec 2 cannot (an explicit atime, a device number, a link
+// count) carry this codec byte, the attributes field (possibly empty), then those three.
+constexpr uint8_t kCodecExtended = 3;
 
 Status Malformed(std::string_view what) {
   return Corruption("malformed " + std::string(what) + " record in the metadata store");
@@ -25,6 +28,7 @@ uint8_t CodecOf(const Dirent&) {
   return kCodecVersion;
 }
 uint8_t CodecOf(const Inode& i) {
+  if (i.atime_ns || i.rdev != 0 || i.nlink != 0) return kCodecExtended;
   return i.attributes.empty() ? kCodecVersion : kCodecWithAttributes;
 }
 
@@ -57,7 +61,7 @@ void PutDirentBody(std::string* out, const Dirent& d) {
 }
 
 bool ValidType(uint8_t t) {
-  return t >= 1 && t <= 3;
+  return t >= 1 && t <= kMaxFileType;
 }
 
 bool GetDirentBody(ByteReader* r, uint8_t codec, Dirent* d) {
@@ -80,7 +84,14 @@ void PutInodeBody(std::string* out, const Inode& i) {
   PutLengthPrefixed(out, i.etag);
   PutVarint64(out, i.chunks);
   PutLengthPrefixed(out, i.symlink_target);
-  if (CodecOf(i) == kCodecWithAttributes) PutAttributes(out, i.attributes);
+  const uint8_t codec = CodecOf(i);
+  if (codec != kCodecVersion) PutAttributes(out, i.attributes);
+  if (codec == kCodecExtended) {
+    out->push_back(i.atime_ns ? 1 : 0);
+    if (i.atime_ns) PutSignedVarint64(out, *i.atime_ns);
+    PutVarint64(out, i.rdev);
+    PutVarint64(out, i.nlink);
+  }
 }
 
 bool GetU32(ByteReader* r, uint32_t* v) {
@@ -93,7 +104,9 @@ bool GetU32(ByteReader* r, uint32_t* v) {
 bool GetInodeBody(ByteReader* r, uint8_t codec, Inode* i) {
   uint8_t t = 0;
   std::string_view etag, target;
-  if (codec != kCodecVersion && codec != kCodecWithAttributes) return false;
+  if (codec != kCodecVersion && codec != kCodecWithAttributes && codec != kCodecExtended) {
+    return false;
+  }
   if (!r->GetByte(&t) || !ValidType(t)) return false;
   i->type = static_cast<FileType>(t);
   if (!GetU32(r, &i->mode) || !GetU32(r, &i->uid) || !GetU32(r, &i->gid) ||
@@ -105,7 +118,17 @@ bool GetInodeBody(ByteReader* r, uint8_t codec, Inode* i) {
   }
   i->etag = std::string(etag);
   i->symlink_target = std::string(target);
-  return codec != kCodecWithAttributes || GetAttributes(r, &i->attributes);
+  if (codec == kCodecVersion) return true;
+  if (!GetAttributes(r, &i->attributes)) return false;
+  if (codec != kCodecExtended) return true;
+  uint8_t has_atime = 0;
+  if (!r->GetByte(&has_atime) || has_atime > 1) return false;
+  if (has_atime) {
+    int64_t atime = 0;
+    if (!r->GetSignedVarint64(&atime)) return false;
+    i->atime_ns = atime;
+  }
+  return r->GetVarint64(&i->rdev) && GetU32(r, &i->nlink);
 }
 
 bool GetVersionByte(ByteReader* r) {

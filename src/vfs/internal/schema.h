@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -65,6 +66,12 @@ struct Inode {
   // Directories: their own. Files: a copy of the current version's (like etag and size), so
   // Stat and ReadDir need no manifest read.
   Attributes attributes;
+  // Set explicitly (utimensat); absent, the access time is the mtime.
+  std::optional<int64_t> atime_ns;
+  uint64_t rdev = 0;  // devices
+  // The POSIX link count where the volume keeps it: every directory made since link counts
+  // exist (2 + subdirectories). 0: not kept (an older directory, a file: one name).
+  uint32_t nlink = 0;
 };
 
 using weft::ChunkRef;

@@ -139,6 +139,42 @@ TEST(SchemaTest, AttributesRoundTripAndOldRecordsHaveNone) {
   EXPECT_EQ(DecodeInode(swapped).status().code(), StatusCode::kCorruption);
 }
 
+TEST(SchemaTest, AccessTimesDevicesAndLinkCountsRoundTrip) {
+  Inode dev;
+  dev.type = FileType::kCharDevice;
+  dev.mode = 0620;
+  dev.mtime_ns = 1700000000000000000;
+  dev.atime_ns = -1;  // before 1970, and far from the mtime
+  dev.rdev = (uint64_t{136} << 8) | 3;
+  std::string encoded = EncodeInode(5, dev);
+  EXPECT_EQ(encoded[0], 3);
+  auto back = DecodeInode(encoded);
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->value.type, FileType::kCharDevice);
+  EXPECT_EQ(back->value.atime_ns, -1);
+  EXPECT_EQ(back->value.rdev, dev.rdev);
+  EXPECT_EQ(back->value.nlink, 0u);
+  Torture(encoded, [](std::string_view v) { return StatusOf(DecodeInode(v)); });
+
+  Inode dir;
+  dir.type = FileType::kDirectory;
+  dir.nlink = 5;
+  dir.attributes = {{"a", "b"}};
+  History<Inode> h{1, 4, 99, dir};
+  std::string hist = EncodeInodeHistory(h);
+  auto old = DecodeInodeHistory(hist);
+  ASSERT_TRUE(old.ok());
+  EXPECT_EQ(old->value.nlink, 5u);
+  EXPECT_FALSE(old->value.atime_ns.has_value());
+  EXPECT_EQ(old->value.attributes, dir.attributes);
+  Torture(hist, [](std::string_view v) { return StatusOf(DecodeInodeHistory(v)); });
+
+  // A type past the last one is corruption.
+  std::string bad = EncodeInode(5, dev);
+  bad[2] = static_cast<char>(kMaxFileType + 1);
+  EXPECT_EQ(DecodeInode(bad).status().code(), StatusCode::kCorruption);
+}
+
 TEST(SchemaTest, SnapshotsChangesAndVersionIds) {
   SnapshotInfo snap{"v1", "/data", 17, 99};
   std::string s = EncodeSnapshot(snap);

@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <fstream>
+#include <thread>
 
 namespace weft {
 namespace {
@@ -31,6 +33,39 @@ TEST(MemoryTest, ReserveMappedMapsTheWholeNewBuffer) {
   std::string small;
   ReserveMapped(small, 100);  // less than a page: nothing to map
   EXPECT_GE(small.capacity(), 100u);
+}
+
+// Trims once when traffic stops, not again while it stays stopped, and again after the next
+// burst; never while traffic flows. Traffic grows at every look while "busy", so scheduling
+// delays cannot make it look quiet.
+TEST(MemoryTest, IdleTrimmerTrimsOncePerQuietSpell) {
+  std::atomic<uint64_t> traffic = 0;
+  std::atomic<bool> busy = true;
+  std::atomic<int> trims = 0;
+  auto wait_for_trims = [&](int n) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (trims < n && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // and no more after
+    return trims.load();
+  };
+  {
+    IdleTrimmer trimmer(
+        [&] {
+          if (busy) traffic += 2 << 20;
+          return traffic.load();
+        },
+        std::chrono::milliseconds(10), 1 << 20, [&] { ++trims; });
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    EXPECT_EQ(trims, 0);  // busy all along
+    busy = false;
+    EXPECT_EQ(wait_for_trims(1), 1);  // quiet for many periods: once
+    traffic += 10 << 20;              // a burst
+    EXPECT_EQ(wait_for_trims(2), 2);
+    EXPECT_EQ(trimmer.trims(), 2u);
+  }
+  ReturnFreeMemory();  // the real one: harmless at any time
 }
 
 }  // namespace

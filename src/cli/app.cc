@@ -36,6 +36,20 @@ std::string CommandPath(const CLI::App& app) {
   return path;
 }
 
+// The value of a size flag such as --cache-size (K/M/G/T suffixes).
+Result<uint64_t> SizeFlag(const std::string& flag, const std::string& text, bool zero_ok) {
+  std::optional<uint64_t> bytes = ParseByteSize(text);
+  if (!bytes || (*bytes == 0 && !zero_ok)) {
+    return InvalidArgument(flag + " must be a size like 500G" + (zero_ok ? " (or 0)" : "") +
+                           ", not '" + text + "'");
+  }
+  return *bytes;
+}
+
+constexpr const char* kMemoryCacheHelp =
+    "Recently read chunks kept in memory, verified (K/M/G; 0: none). The process\n"
+    "holds about this plus 100 MB, more while busy (docs/ARCHITECTURE.md, Memory)";
+
 CLI::App* AddCommand(CLI::App& parent, const std::string& name, const std::string& what,
                      const std::string& example) {
   CLI::App* sub = parent.add_subcommand(name, what);
@@ -391,10 +405,16 @@ int RunWeft(int argc, char** argv, const VolumeOpener& opener, int in_fd, FILE* 
         ->add_option("--lease-ms", serve_lease_ms,
                      "How long spokes may answer from cached metadata without hearing from the hub")
         ->capture_default_str();
+    std::string serve_memory_cache = "256M";
+    serve_cmd->add_option("--memory-cache", serve_memory_cache, kMemoryCacheHelp)
+        ->capture_default_str();
     serve_cmd->callback([&] {
       action = [&](CommandEnv& env) {
         serve.data_dir = env.options().data_dir;
         serve.lease = std::chrono::milliseconds(serve_lease_ms);
+        Result<uint64_t> memory = SizeFlag("--memory-cache", serve_memory_cache, true);
+        if (!memory.ok()) return env.Fail("serve", memory.status());
+        serve.memory_cache_bytes = *memory;
         Status served = server::RunHub(serve, env.out());
         return served.ok() ? kExitOk : env.Fail("serve", served);
       };
@@ -469,15 +489,18 @@ int RunWeft(int argc, char** argv, const VolumeOpener& opener, int in_fd, FILE* 
         ->add_option("--wan-rtt-ms", spoke.wan_rtt_ms,
                      "Round trip to the hub that prefetching plans for (ms)")
         ->capture_default_str();
+    std::string spoke_memory_cache = "256M";
+    spoke_cmd->add_option("--memory-cache", spoke_memory_cache, kMemoryCacheHelp)
+        ->capture_default_str();
     spoke_cmd->callback([&] {
       action = [&](CommandEnv& env) {
         spoke.hub_timeout = std::chrono::milliseconds(hub_timeout_ms);
-        std::optional<uint64_t> bytes = ParseByteSize(cache_size);
-        if (!bytes || *bytes == 0) {
-          return env.Fail("spoke", InvalidArgument("--cache-size must be a size like 500G, not '" +
-                                                   cache_size + "'"));
-        }
+        Result<uint64_t> bytes = SizeFlag("--cache-size", cache_size, false);
+        if (!bytes.ok()) return env.Fail("spoke", bytes.status());
         spoke.cache_bytes = *bytes;
+        Result<uint64_t> memory = SizeFlag("--memory-cache", spoke_memory_cache, true);
+        if (!memory.ok()) return env.Fail("spoke", memory.status());
+        spoke.memory_cache_bytes = *memory;
         Status served = server::RunSpoke(spoke, env.out());
         return served.ok() ? kExitOk : env.Fail("spoke", served);
       };
@@ -537,14 +560,17 @@ int RunWeft(int argc, char** argv, const VolumeOpener& opener, int in_fd, FILE* 
     mount_cmd->add_flag("--read-only", mount.read_only, "Refuse every change");
     mount_cmd->add_flag("--allow-other", mount.allow_other,
                         "Let other users in (non-root needs user_allow_other in /etc/fuse.conf)");
+    std::string mount_memory_cache = "256M";
+    mount_cmd->add_option("--memory-cache", mount_memory_cache, kMemoryCacheHelp)
+        ->capture_default_str();
     mount_cmd->callback([&] {
       action = [&](CommandEnv& env) {
-        std::optional<uint64_t> bytes = ParseByteSize(mount_cache_size);
-        if (!bytes || *bytes == 0) {
-          return env.Fail("mount", InvalidArgument("--cache-size must be a size like 500G, not '" +
-                                                   mount_cache_size + "'"));
-        }
+        Result<uint64_t> bytes = SizeFlag("--cache-size", mount_cache_size, false);
+        if (!bytes.ok()) return env.Fail("mount", bytes.status());
         mount.spoke.cache_bytes = *bytes;
+        Result<uint64_t> memory = SizeFlag("--memory-cache", mount_memory_cache, true);
+        if (!memory.ok()) return env.Fail("mount", memory.status());
+        mount.memory_cache_bytes = *memory;
         // --data is the default only when nothing else says what to mount.
         mount.server_url = admin.server;
         if (!admin.ca_file.empty()) mount.spoke.hub_ca_file = admin.ca_file;

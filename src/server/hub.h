@@ -23,6 +23,7 @@ struct HubOptions {
   std::chrono::milliseconds shutdown_grace{30'000};
   // How long a spoke may answer from its metadata cache without hearing from the hub.
   std::chrono::milliseconds lease{5'000};
+  uint64_t memory_cache_bytes = 256ull << 20;  // recently read chunks kept in memory (0: none)
 };
 
 // A spoke: S3, REST and the fabric protocol (for chained spokes) over a PortalVolume that
@@ -52,6 +53,7 @@ struct SpokeOptions {
   double wan_mbit = 1000;
   double wan_rtt_ms = 20;
   std::chrono::milliseconds shutdown_grace{30'000};
+  uint64_t memory_cache_bytes = 256ull << 20;  // recently read chunks kept in memory (0: none)
 };
 
 Status RunSpoke(const SpokeOptions& options, FILE* out);

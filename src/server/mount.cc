@@ -89,7 +89,9 @@ Status RunMount(const MountOptions& options, FILE* out) {
   RemoveOnExit throwaway;
   Volume* volume = nullptr;
   if (!options.data_dir.empty()) {
-    WEFT_ASSIGN_OR_RETURN(local, OpenLocalVolume(options.data_dir));
+    LocalVolumeOptions local_options;
+    local_options.chunk_cache_bytes = options.memory_cache_bytes;
+    WEFT_ASSIGN_OR_RETURN(local, OpenLocalVolume(options.data_dir, local_options));
     volume = local.get();
     fuse_options.exclusive = true;  // the data directory is locked to this process
     fuse_options.read_ahead_bytes = 8 << 20;
@@ -97,6 +99,7 @@ Status RunMount(const MountOptions& options, FILE* out) {
     fuse_options.staging_dir = options.data_dir + "/staging";
   } else {
     SpokeOptions spoke = options.spoke;
+    spoke.memory_cache_bytes = options.memory_cache_bytes;
     std::string key, secret;
     WEFT_RETURN_IF_ERROR(KeyFromEnvironment(!options.hub_url.empty(), &key, &secret));
     if (!options.hub_url.empty()) {

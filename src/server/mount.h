@@ -27,6 +27,7 @@ struct MountOptions {
   std::optional<double> attr_timeout_s;
   bool read_only = false;
   bool allow_other = false;
+  uint64_t memory_cache_bytes = 256ull << 20;  // recently read chunks kept in memory (0: none)
 };
 
 // Mounts, prints "weft: mounted ... at MOUNTPOINT" once the mount is usable, and serves until

@@ -27,6 +27,8 @@ class Router : public net::HttpHandler {
                            net::ResponseWriter& response) override;
 
   std::string MetricsText() const;
+  // Request and response body bytes so far.
+  uint64_t BytesMoved() const { return bytes_in_.load() + bytes_out_.load(); }
 
  private:
   static constexpr size_t kMethods = 6;  // GET PUT HEAD DELETE POST other

@@ -209,7 +209,9 @@ struct Txn {
   // Every directory whose entries changed gets the commit's time as its mtime and ctime, and
   // the change in its number of subdirectories in its link count (where it keeps one).
   Status UpdateChangedDirectories() {
-    for (const auto& [ino, subdirs] : changed_dirs) {
+    for (const auto& changed : changed_dirs) {
+      const int64_t subdirs = changed.second;  // a plain name: lambdas cannot capture bindings
+      const uint64_t ino = changed.first;
       WEFT_RETURN_IF_ERROR(TouchInode(ino, [&](Inode& dir) {
         if (!dir.atime_ns) dir.atime_ns = dir.mtime_ns;  // it followed the mtime; it stays
         dir.mtime_ns = dir.ctime_ns = now_ns;
@@ -788,7 +790,8 @@ Result<std::unique_ptr<FileReader>> LocalVolume::OpenReader(const RequestContext
   WEFT_ASSIGN_OR_RETURN(auto r, Resolve(t));
   if (r.inode.type == FileType::kDirectory) return IsADirectory(t.display + ": is a directory");
   if (r.inode.type != FileType::kFile) {
-    return InvalidArgument(t.display + ": is a symbolic link, not a file");
+    return InvalidArgument(t.display + ": is a " + std::string(FileTypeName(r.inode.type)) +
+                           ", not a file");
   }
   return NewReader(MakeFileInfo(t.display, r.ino, r.inode), r.ino, r.inode.content_seq);
 }

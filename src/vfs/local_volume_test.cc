@@ -349,6 +349,58 @@ TEST_F(LocalVolumeTest, SpecialFilesAreEntriesWithoutContent) {
   EXPECT_EQ(vol_->Stat(ctx_, "/.weft/snapshots/s/fifo")->type, FileType::kFifo);
 }
 
+TEST_F(LocalVolumeTest, HardLinksShareOneFileItsVersionsAndItsLife) {
+  ASSERT_TRUE(vol_->Mkdir(ctx_, "/d").ok());
+  ASSERT_TRUE(WriteFile(vol_.get(), "/a", "v1").ok());
+  ASSERT_TRUE(vol_->CreateSnapshot(ctx_, "before").ok());
+  clock_.AdvanceNanos(1'000'000'000);
+  auto b = vol_->Link(ctx_, "/a", "/d/b");
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  EXPECT_EQ(b->nlink, 2u);
+  EXPECT_EQ(b->inode, vol_->Stat(ctx_, "/a")->inode);
+  EXPECT_EQ(vol_->Stat(ctx_, "/a")->ctime_ns, clock_.NowNanos());
+  EXPECT_EQ(vol_->Usage(ctx_)->files, 1u);  // one file, two names
+
+  EXPECT_EQ(vol_->Link(ctx_, "/a", "/d/b").status().code(), StatusCode::kAlreadyExists);
+  EXPECT_EQ(vol_->Link(ctx_, "/d", "/e").status().code(), StatusCode::kIsADirectory);
+  EXPECT_EQ(vol_->Link(ctx_, "/none", "/e").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(vol_->Link(ctx_, "/a", "/none/e").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(vol_->Link(ctx_, "/a", "/.weft/x").status().code(), StatusCode::kReadOnly);
+
+  // A write through one name is the file's new version under both.
+  ASSERT_TRUE(WriteFile(vol_.get(), "/d/b", "v2").ok());
+  EXPECT_EQ(*ReadFile(vol_.get(), "/a"), "v2");
+  EXPECT_EQ(vol_->Stat(ctx_, "/a")->version_id, vol_->Stat(ctx_, "/d/b")->version_id);
+  EXPECT_EQ(*ReadFile(vol_.get(), "/.weft/snapshots/before/a"), "v1");
+  EXPECT_EQ(vol_->Stat(ctx_, "/.weft/snapshots/before/d/b").status().code(), StatusCode::kNotFound);
+  auto versions = vol_->ListVersions(ctx_, "/a");
+  ASSERT_TRUE(versions.ok());
+  ASSERT_EQ(versions->size(), 2u);
+  // One version of a file with several names belongs to all of them: not removable alone.
+  EXPECT_EQ(vol_->DeleteVersion(ctx_, "/a", (*versions)[1].version_id).code(),
+            StatusCode::kFailedPrecondition);
+  // A rename between two names of one file does nothing.
+  ASSERT_TRUE(vol_->Rename(ctx_, "/a", "/d/b").ok());
+  EXPECT_EQ(vol_->Stat(ctx_, "/a")->nlink, 2u);
+
+  // The file lives until its last name goes, through garbage collection and a reopen.
+  ASSERT_TRUE(vol_->Unlink(ctx_, "/a").ok());
+  EXPECT_EQ(vol_->Stat(ctx_, "/d/b")->nlink, 1u);
+  ASSERT_TRUE(vol_->CollectGarbage(ctx_, GcOptions{0}).ok());
+  EXPECT_EQ(*ReadFile(vol_.get(), "/d/b"), "v2");
+  EXPECT_TRUE(vol_->Fsck(ctx_)->problems.empty());
+  ASSERT_TRUE(WriteFile(vol_.get(), "/x", "other").ok());
+  ASSERT_TRUE(vol_->Link(ctx_, "/d/b", "/c").ok());
+  ASSERT_TRUE(vol_->Rename(ctx_, "/x", "/c").ok());  // replaces one name of the file
+  EXPECT_EQ(vol_->Stat(ctx_, "/d/b")->nlink, 1u);
+  EXPECT_EQ(*ReadFile(vol_.get(), "/c"), "other");
+  ASSERT_TRUE(vol_->Unlink(ctx_, "/d/b").ok());
+  ASSERT_TRUE(vol_->CollectGarbage(ctx_, GcOptions{0}).ok());
+  EXPECT_EQ(*ReadFile(vol_.get(), "/.weft/snapshots/before/a"), "v1");
+  EXPECT_TRUE(vol_->Fsck(ctx_)->problems.empty());
+  EXPECT_EQ(vol_->Usage(ctx_)->files, 1u);
+}
+
 TEST_F(LocalVolumeTest, DirectoryTimesAndLinkCountsFollowTheirEntries) {
   auto root = vol_->Stat(ctx_, "/");
   ASSERT_TRUE(root.ok());

@@ -1,6 +1,7 @@
 // Randomized model-based test of LocalVolume. Each seed drives a volume (in-memory stores, small
 // chunks, a fake clock, one reopen) and a plain reference model with the same random ops (write,
-// CommitAll, mkdir, rename, unlink, rmdir, setattr, symlink, snapshots, GC, read probes), comparing
+// CommitAll, mkdir, rename, unlink, rmdir, setattr, symlink, mknod, link, snapshots, GC, read
+// probes), comparing
 // every status code and change-feed entry; every 25 ops and at the end it compares the live tree,
 // all snapshots (both read forms), versions, usage and fsck. Disagreements are grouped by kind,
 // with the first seed's op trace. How to run more seeds or replay one: see kDefaultSeeds below.
@@ -61,6 +62,8 @@ struct Node {
   std::string version_id;                   // files: as returned by the commit that wrote `data`
   int64_t mtime_ns = 0;                     // files
   uint64_t ino = 0;                         // 0 until first seen through the volume
+  // Names of one file (hard links) share a group, and a change through one shows in all.
+  uint64_t group = 0;
 };
 
 // Keys under one directory are contiguous (they share the prefix "dir/").
@@ -181,8 +184,35 @@ void CreateParents(Tree* t, const std::string& path, size_t from) {
 struct Model {
   Tree tree;
   std::map<std::string, ModelSnapshot> snapshots;
+  uint64_t next_group = 1;
 
   Model() { tree["/"] = Node{}; }
+
+  // Applies `change` to the node at `path` and to every other name of its file.
+  template <typename Change>
+  void ForNames(const std::string& path, Change change) {
+    const uint64_t group = tree.at(path).group;
+    if (group == 0) return change(tree.at(path));
+    for (auto& [p, n] : tree) {
+      if (n.group == group) change(n);
+    }
+  }
+
+  // The link count the volume reports for `path` in the live tree.
+  uint32_t Links(const std::string& path) const {
+    const Node& n = tree.at(path);
+    uint32_t count = 0;
+    if (n.type == FileType::kDirectory) {
+      count = 2;
+      for (const std::string& name : Children(tree, path)) {
+        count += tree.at(Child(path, name)).type == FileType::kDirectory;
+      }
+      return count;
+    }
+    if (n.group == 0) return 1;
+    for (const auto& [p, other] : tree) count += other.group == n.group;
+    return count;
+  }
 
   // The checks OpenWriter makes before any byte is written.
   StatusCode CheckWritable(const std::string& path, bool create_parents) const {
@@ -222,11 +252,14 @@ struct Model {
     CreateParents(&tree, path, first_missing);
     auto it = tree.find(path);
     if (it != tree.end() && it->second.type == FileType::kFile) {
-      file.mode = it->second.mode;  // an overwrite keeps the file's mode and inode
+      // An overwrite keeps the file's mode and inode, and is the content of all its names.
+      file.mode = it->second.mode;
       file.ino = it->second.ino;
-    } else {
-      file.mode = opts.mode & 07777;
+      file.group = it->second.group;
+      ForNames(path, [&](Node& n) { n = file; });
+      return;
     }
+    file.mode = opts.mode & 07777;
     tree[path] = std::move(file);
   }
 
@@ -266,6 +299,35 @@ struct Model {
     return StatusCode::kOk;
   }
 
+  StatusCode Mknod(const std::string& path, FileType type, uint32_t mode) {
+    if (path == "/") return StatusCode::kInvalidArgument;
+    if (IsReserved(path)) return StatusCode::kReadOnly;
+    StatusCode c = WalkDirs(tree, ParentSegments(path), false);
+    if (c != StatusCode::kOk) return c;
+    if (tree.count(path)) return StatusCode::kAlreadyExists;
+    Node node;
+    node.type = type;
+    node.mode = mode & 07777;
+    tree[path] = node;
+    return StatusCode::kOk;
+  }
+
+  StatusCode Link(const std::string& existing, const std::string& path) {
+    if (existing == "/" || path == "/") return StatusCode::kInvalidArgument;
+    if (IsReserved(existing) || IsReserved(path)) return StatusCode::kReadOnly;
+    StatusCode c = WalkDirs(tree, ParentSegments(existing), false);
+    if (c != StatusCode::kOk) return c;
+    auto src = tree.find(existing);
+    if (src == tree.end()) return StatusCode::kNotFound;
+    if (src->second.type == FileType::kDirectory) return StatusCode::kIsADirectory;
+    c = WalkDirs(tree, ParentSegments(path), false);
+    if (c != StatusCode::kOk) return c;
+    if (tree.count(path)) return StatusCode::kAlreadyExists;
+    if (src->second.group == 0) src->second.group = next_group++;
+    tree[path] = src->second;
+    return StatusCode::kOk;
+  }
+
   // `*changed` is false for a rename of a path onto itself.
   StatusCode Rename(const std::string& from, const std::string& to, bool* changed) {
     *changed = false;
@@ -286,6 +348,10 @@ struct Model {
     if (c != StatusCode::kOk) return c;
     bool src_dir = src->second.type == FileType::kDirectory;
     auto dst = tree.find(to);
+    // Two names of one file: rename(2) does nothing and succeeds.
+    if (dst != tree.end() && src->second.group != 0 && dst->second.group == src->second.group) {
+      return StatusCode::kOk;
+    }
     if (dst != tree.end()) {
       bool dst_dir = dst->second.type == FileType::kDirectory;
       if (src_dir && !dst_dir) return StatusCode::kNotADirectory;
@@ -340,7 +406,7 @@ struct Model {
     }
     auto it = tree.find(path);
     if (it == tree.end()) return StatusCode::kNotFound;
-    it->second.mode = mode & 07777;
+    ForNames(path, [&](Node& n) { n.mode = mode & 07777; });
     return StatusCode::kOk;
   }
 
@@ -444,7 +510,7 @@ class SeedRun {
       if (path == "/") continue;
       if ((kind == kFile && node.type == FileType::kFile) ||
           (kind == kDir && node.type == FileType::kDirectory) ||
-          (kind == kLink && node.type == FileType::kSymlink)) {
+          (kind == kLink && (node.type == FileType::kSymlink || IsSpecialFile(node.type)))) {
         candidates.push_back(&path);
       }
     }
@@ -656,6 +722,7 @@ class SeedRun {
         {10, &SeedRun::DoMkdir},         {14, &SeedRun::DoRename},
         {8, &SeedRun::DoUnlink},         {7, &SeedRun::DoRmdir},
         {4, &SeedRun::DoSetAttr},        {4, &SeedRun::DoSymlink},
+        {2, &SeedRun::DoMknod},          {5, &SeedRun::DoLink},
         {3, &SeedRun::DoCreateSnapshot}, {2, &SeedRun::DoDeleteSnapshot},
         {2, &SeedRun::DoCollectGarbage}, {1, &SeedRun::DoReservedMutation},
         {6, &SeedRun::DoProbe},          {2, &SeedRun::DoHeldReader},
@@ -969,6 +1036,32 @@ class SeedRun {
     if (r.ok()) model_.tree[path].ino = r->inode;
   }
 
+  void DoMknod() {
+    static const FileType kTypes[] = {FileType::kFifo, FileType::kSocket, FileType::kCharDevice,
+                                      FileType::kBlockDevice};
+    std::string path = PickPath({10, 8, 5, 62, 15});
+    FileType type = kTypes[Uniform(4)];
+    uint32_t mode = RandomMode();
+    StatusCode want = model_.Mknod(path, type, mode);
+    auto r = vol_->Mknod(ctx_, path, type, mode, 7);
+    std::string what = "mknod " + path + " " + std::string(FileTypeName(type));
+    Change feed = Feed("mknod", path, std::string(FileTypeName(type)));
+    if (!Expect("mknod", what, want, r.status(), {feed})) return;
+    if (r.ok()) model_.tree[path].ino = r->inode;
+  }
+
+  void DoLink() {
+    std::string existing = OneIn(50) ? "/" : PickPath({50, 10, 15, 10, 15});
+    std::string path = OneIn(20) ? "/.weft/x" : PickPath({10, 5, 5, 65, 15});
+    StatusCode want = model_.Link(existing, path);
+    auto r = vol_->Link(ctx_, existing, path);
+    std::string what = "link " + existing + " -> " + path;
+    if (!Expect("link", what, want, r.status(), {Feed("link", path, existing)})) return;
+    if (r.ok() && r->inode != model_.tree[existing].ino && model_.tree[existing].ino != 0) {
+      Fail("link: the new name names another inode", what);
+    }
+  }
+
   std::string RandomSnapshotName() {
     if (OneIn(40)) return OneIn(2) ? "" : "bad/name";
     return "s" + std::to_string(Uniform(5));
@@ -1036,9 +1129,10 @@ class SeedRun {
     }
     if (!model_.snapshots.empty()) return;
     uint64_t bytes = 0;
+    std::set<uint64_t> groups;  // a file with several names counts once
     for (const auto& [path, n] : model_.tree) {
       if (n.type != FileType::kFile) continue;
-      bytes += n.data->size();
+      if (n.group == 0 || groups.insert(n.group).second) bytes += n.data->size();
       auto versions = vol_->ListVersions(ctx_, path);
       if (versions.ok() && versions->size() != 1) {
         Fail("gc: a non-current version outlives keep_noncurrent 0 without snapshots",
@@ -1231,6 +1325,11 @@ class SeedRun {
         d += Diff(n, *e.info, vpath);
         if (e.inode != e.info->inode) d += " entry inode";
       }
+      // Link counts are not versioned: checked in the live tree only.
+      if (e.info && t == &model_.tree && e.info->nlink != model_.Links(mpath)) {
+        d += " nlink=" + std::to_string(e.info->nlink) + " (want " +
+             std::to_string(model_.Links(mpath)) + ")";
+      }
       if (!d.empty()) Fail(label + ": ReadDir info differs from the model", vpath + ":" + d);
       ReadOptions ropts;
       ropts.snapshot = snap;
@@ -1267,6 +1366,11 @@ class SeedRun {
     }
     if (std::string d = Diff(&(*t)[base], *st, vbase); !d.empty()) {
       Fail(label + ": Stat differs from the model", vbase + ":" + d);
+    }
+    if (t == &model_.tree && st->nlink != model_.Links(base)) {
+      Fail(label + ": link count differs from the model", vbase + ": " + std::to_string(st->nlink) +
+                                                              ", want " +
+                                                              std::to_string(model_.Links(base)));
     }
     CheckDir(t, base, vbase, snap, label);
   }
@@ -1375,8 +1479,9 @@ class SeedRun {
 
   void CheckUsageAndFsck() {
     uint64_t files = 0, dirs = 0, bytes = 0;
+    std::set<uint64_t> groups;  // a file with several names counts once
     for (const auto& [path, n] : model_.tree) {
-      if (n.type == FileType::kFile) {
+      if (n.type == FileType::kFile && (n.group == 0 || groups.insert(n.group).second)) {
         ++files;
         bytes += n.data->size();
       } else if (n.type == FileType::kDirectory) {
@@ -1478,7 +1583,8 @@ class SeedRun {
     StatusCode want_list = want;
     if (n != nullptr) {
       if (n->type == FileType::kDirectory) want_read = StatusCode::kIsADirectory;
-      if (n->type == FileType::kSymlink) want_read = StatusCode::kInvalidArgument;
+      if (n->type == FileType::kSymlink || IsSpecialFile(n->type))
+        want_read = StatusCode::kInvalidArgument;
       if (n->type != FileType::kDirectory) want_list = StatusCode::kNotADirectory;
     }
     auto r = vol_->OpenReader(ctx_, vpath, ropts);

@@ -2,6 +2,7 @@
 head and a few body bytes and then go quiet (anonymous and signed), must not slow a normal
 client down; refused uploads are answered at once and closed."""
 
+import os
 import socket
 import statistics
 import time
@@ -70,3 +71,49 @@ class SlowClientsTest(S3TestCase):
                 s.recv(1)
         # The hub still serves and the data is intact.
         self.assertEqual(s3.get_object(Bucket="bkt", Key="small")["Body"].read(), b"s" * 4096)
+
+
+def resident_mib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    raise AssertionError("no VmRSS")
+
+
+class MemoryTest(S3TestCase):
+    """The hub's memory stays within its chunk cache (--memory-cache) and a bounded overhead,
+    however much is read through it."""
+
+    hub_args = ("--memory-cache", "16M")
+
+    def test_reads_keep_no_more_than_the_memory_cache(self):
+        import threading
+        s3 = self.boto3(max_pool_connections=8)
+        s3.create_bucket(Bucket="bkt")
+        objects, size = 2000, 128 << 10  # 250 MB of distinct chunks: a 256 MB cache keeps them
+        peak = [0.0]
+        errors = []
+
+        def work(first):
+            client = self.boto3()
+            try:
+                for i in range(first, objects, 8):
+                    client.put_object(Bucket="bkt", Key=f"o{i}", Body=os.urandom(size))
+                for i in range(first, objects, 8):
+                    body = client.get_object(Bucket="bkt", Key=f"o{i}")["Body"].read()
+                    if len(body) != size:
+                        errors.append(f"o{i}: {len(body)} bytes")
+                    if i % 64 == first:
+                        peak[0] = max(peak[0], resident_mib(self.hub.proc.pid))
+            except Exception as e:  # noqa: BLE001  (reported below)
+                errors.append(repr(e))
+
+        threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.assertEqual(errors, [])
+        # Measured: ~120-145 MB with a 16-32 MB cache, ~380 MB with the default 256 MB one.
+        self.assertLess(peak[0], 220, f"peak resident {peak[0]:.0f} MB")

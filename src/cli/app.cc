@@ -11,6 +11,7 @@
 #include "cli/admin.h"
 #include "cli/cache_sim.h"
 #include "cli/demo.h"
+#include "meta/kv_store.h"
 #include "server/hub.h"
 #include "server/mount.h"
 
@@ -45,6 +46,17 @@ Result<uint64_t> SizeFlag(const std::string& flag, const std::string& text, bool
   }
   return *bytes;
 }
+
+Result<uint64_t> MetadataCacheFlag(const std::string& text) {
+  WEFT_ASSIGN_OR_RETURN(uint64_t bytes, SizeFlag("--metadata-cache", text, false));
+  if (bytes < RocksKvStoreOptions::kMinCacheBytes) {
+    return InvalidArgument("--metadata-cache must be at least 8M, not '" + text + "'");
+  }
+  return bytes;
+}
+
+constexpr const char* kMetadataCacheHelp =
+    "Memory for the metadata store's caches: blocks and hot keys (K/M/G; at least 8M)";
 
 constexpr const char* kMemoryCacheHelp =
     "Recently read chunks kept in memory, verified (K/M/G; 0: none). The process\n"
@@ -408,6 +420,9 @@ int RunWeft(int argc, char** argv, const VolumeOpener& opener, int in_fd, FILE* 
     std::string serve_memory_cache = "256M";
     serve_cmd->add_option("--memory-cache", serve_memory_cache, kMemoryCacheHelp)
         ->capture_default_str();
+    std::string serve_metadata_cache = "80M";
+    serve_cmd->add_option("--metadata-cache", serve_metadata_cache, kMetadataCacheHelp)
+        ->capture_default_str();
     serve_cmd->callback([&] {
       action = [&](CommandEnv& env) {
         serve.data_dir = env.options().data_dir;
@@ -415,6 +430,9 @@ int RunWeft(int argc, char** argv, const VolumeOpener& opener, int in_fd, FILE* 
         Result<uint64_t> memory = SizeFlag("--memory-cache", serve_memory_cache, true);
         if (!memory.ok()) return env.Fail("serve", memory.status());
         serve.memory_cache_bytes = *memory;
+        Result<uint64_t> metadata = MetadataCacheFlag(serve_metadata_cache);
+        if (!metadata.ok()) return env.Fail("serve", metadata.status());
+        serve.metadata_cache_bytes = *metadata;
         Status served = server::RunHub(serve, env.out());
         return served.ok() ? kExitOk : env.Fail("serve", served);
       };
@@ -563,6 +581,11 @@ int RunWeft(int argc, char** argv, const VolumeOpener& opener, int in_fd, FILE* 
     std::string mount_memory_cache = "256M";
     mount_cmd->add_option("--memory-cache", mount_memory_cache, kMemoryCacheHelp)
         ->capture_default_str();
+    std::string mount_metadata_cache = "80M";
+    mount_cmd
+        ->add_option("--metadata-cache", mount_metadata_cache,
+                     std::string("--data: ") + kMetadataCacheHelp)
+        ->capture_default_str();
     mount_cmd->callback([&] {
       action = [&](CommandEnv& env) {
         Result<uint64_t> bytes = SizeFlag("--cache-size", mount_cache_size, false);
@@ -571,6 +594,9 @@ int RunWeft(int argc, char** argv, const VolumeOpener& opener, int in_fd, FILE* 
         Result<uint64_t> memory = SizeFlag("--memory-cache", mount_memory_cache, true);
         if (!memory.ok()) return env.Fail("mount", memory.status());
         mount.memory_cache_bytes = *memory;
+        Result<uint64_t> metadata = MetadataCacheFlag(mount_metadata_cache);
+        if (!metadata.ok()) return env.Fail("mount", metadata.status());
+        mount.metadata_cache_bytes = *metadata;
         // --data is the default only when nothing else says what to mount.
         mount.server_url = admin.server;
         if (!admin.ca_file.empty()) mount.spoke.hub_ca_file = admin.ca_file;

@@ -128,7 +128,8 @@ class CoherentWriter final : public FileWriter {
           leases_->Revoke(names.Add(path_, AffectedByWrite(path_, false)));
       return inner_->Commit();
     }
-    ParentCreation creation(volume_, leases_, path_, AffectedByWrite(path_, false));
+    ParentCreation creation(volume_, leases_, path_,
+                            names.Add(path_, AffectedByWrite(path_, false)));
     Result<FileInfo> info = [&] {
       LeaseTable::Revocation revocation = leases_->Revoke(creation.affected());
       return inner_->Commit();
@@ -236,9 +237,23 @@ class CoherentVolume final : public Volume {
   }
   Status Rename(const RequestContext& ctx, const std::string& from,
                 const std::string& to) override {
-    OtherNames names(inner_, &links_mu_);
-    auto revocation = leases_->Revoke(
-        names.Add(to, names.Add(from, AffectedByRename(Normalise(from), Normalise(to)))));
+    auto affected = [&] {
+      return WithOtherNames(
+          inner_, to,
+          WithOtherNames(inner_, from, AffectedByRename(Normalise(from), Normalise(to))));
+    };
+    {
+      std::shared_lock lock(links_mu_);
+      Affected plain = affected();
+      if (!plain.subtrees.contains("/")) {
+        auto revocation = leases_->Revoke(plain);
+        return inner_->Rename(ctx, from, to);
+      }
+    }
+    // A file with several names moved onto a path: a commit to that path would then write
+    // a file whose other names it did not check. Exclusive, as a link is.
+    std::unique_lock lock(links_mu_);
+    auto revocation = leases_->Revoke(affected());
     return inner_->Rename(ctx, from, to);
   }
   Result<FileInfo> Link(const RequestContext& ctx, const std::string& existing,

@@ -77,7 +77,13 @@ class KvStore : public KvReader {
 // disk: the pack store keeps a reserve (PackStoreOptions::reserve_bytes), and a store that saw
 // a failed write is left unclosed at exit (its log was synced at every acknowledged write).
 inline constexpr uint64_t kMinFreeBytesToOpen = 1 << 20;
-Result<std::unique_ptr<KvStore>> OpenRocksKvStore(const std::string& dir);
+struct RocksKvStoreOptions {
+  // Memory for blocks read (four fifths) and hot keys (a fifth); at least kMinCacheBytes.
+  uint64_t cache_bytes = 80ull << 20;
+  static constexpr uint64_t kMinCacheBytes = 8 << 20;
+};
+Result<std::unique_ptr<KvStore>> OpenRocksKvStore(const std::string& dir,
+                                                  const RocksKvStoreOptions& options = {});
 std::unique_ptr<KvStore> NewMemKvStore();
 
 }  // namespace weft

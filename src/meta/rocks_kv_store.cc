@@ -23,11 +23,10 @@
 namespace weft {
 namespace {
 
-// Metadata is small and hot; these bound memory and descriptors on a shared GPU node.
-constexpr size_t kBlockCacheBytes = 64 << 20;
-// Point lookups of hot keys (a path's directory entries and inodes, read on every request) are
-// answered from here without searching blocks: a sixth of the hub's CPU on small GETs.
-constexpr size_t kRowCacheBytes = 16 << 20;
+// Metadata is small and hot; these bound memory and descriptors on a shared GPU node. The
+// caches (RocksKvStoreOptions::cache_bytes) go four fifths to blocks, a fifth to rows: point
+// lookups of hot keys (a path's directory entries and inodes, read on every request) are
+// answered from the row cache without searching blocks, a sixth of the hub's CPU on small GETs.
 constexpr size_t kWriteBufferBytes = 32 << 20;
 constexpr int kMaxOpenFiles = 1024;
 constexpr int kBloomBitsPerKey = 10;
@@ -221,7 +220,8 @@ class StderrLogger final : public rocksdb::Logger {
   void LogHeader(const char* /*format*/, va_list /*ap*/) override {}  // version banners
 };
 
-rocksdb::Options StoreOptions() {
+rocksdb::Options StoreOptions(const RocksKvStoreOptions& store) {
+  const uint64_t cache = std::max(store.cache_bytes, RocksKvStoreOptions::kMinCacheBytes);
   rocksdb::Options options;
   options.info_log = std::make_shared<StderrLogger>();
   options.create_if_missing = true;
@@ -239,13 +239,13 @@ rocksdb::Options StoreOptions() {
   options.compression = has_lz4 ? rocksdb::kLZ4Compression : rocksdb::kNoCompression;
 
   rocksdb::BlockBasedTableOptions table;
-  table.block_cache = rocksdb::NewLRUCache(kBlockCacheBytes);
+  table.block_cache = rocksdb::NewLRUCache(cache - cache / 5);
   table.filter_policy.reset(rocksdb::NewBloomFilterPolicy(kBloomBitsPerKey));
   // Charge index and filter blocks to the cache so memory stays bounded as the store grows.
   table.cache_index_and_filter_blocks = true;
   table.pin_l0_filter_and_index_blocks_in_cache = true;
   options.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
-  options.row_cache = rocksdb::NewLRUCache(kRowCacheBytes);
+  options.row_cache = rocksdb::NewLRUCache(cache / 5);
   return options;
 }
 
@@ -263,7 +263,8 @@ LockHolder LockHolderOf(const rocksdb::Status& s) {
 
 }  // namespace
 
-Result<std::unique_ptr<KvStore>> OpenRocksKvStore(const std::string& dir) {
+Result<std::unique_ptr<KvStore>> OpenRocksKvStore(const std::string& dir,
+                                                  const RocksKvStoreOptions& store_options) {
   FileSystem* fs = PosixFileSystem();
   WEFT_RETURN_IF_ERROR(fs->CreateDirs(dir).WithContext("opening metadata store"));
   std::string read_only_reason;
@@ -276,8 +277,9 @@ Result<std::unique_ptr<KvStore>> OpenRocksKvStore(const std::string& dir) {
   rocksdb::DB* raw = nullptr;
   rocksdb::Status rs;
   Status s = CallRocks("opening metadata store in " + dir, [&] {
-    rs = read_only_reason.empty() ? rocksdb::DB::Open(StoreOptions(), dir, &raw)
-                                  : rocksdb::DB::OpenForReadOnly(StoreOptions(), dir, &raw);
+    rs = read_only_reason.empty()
+             ? rocksdb::DB::Open(StoreOptions(store_options), dir, &raw)
+             : rocksdb::DB::OpenForReadOnly(StoreOptions(store_options), dir, &raw);
     return rs;
   });
   if (!s.ok() && rs.IsNoSpace() && read_only_reason.empty()) {
@@ -285,7 +287,7 @@ Result<std::unique_ptr<KvStore>> OpenRocksKvStore(const std::string& dir) {
     read_only_reason =
         "the disk holding " + dir + " is full: metadata opened read-only; free space and restart";
     s = CallRocks("opening metadata store in " + dir + " read-only", [&] {
-      rs = rocksdb::DB::OpenForReadOnly(StoreOptions(), dir, &raw);
+      rs = rocksdb::DB::OpenForReadOnly(StoreOptions(store_options), dir, &raw);
       return rs;
     });
   }

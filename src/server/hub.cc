@@ -301,6 +301,7 @@ Status RunHub(const HubOptions& options, FILE* out) {
   WEFT_RETURN_IF_ERROR(fs->CreateDirs(options.data_dir));
   LocalVolumeOptions engine_options;
   engine_options.chunk_cache_bytes = options.memory_cache_bytes;
+  engine_options.metadata_cache_bytes = options.metadata_cache_bytes;
   WEFT_ASSIGN_OR_RETURN(std::unique_ptr<Volume> engine,
                         OpenLocalVolume(options.data_dir, engine_options));
   WEFT_ASSIGN_OR_RETURN(std::unique_ptr<auth::IdentityStore> identities,

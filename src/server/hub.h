@@ -23,7 +23,8 @@ struct HubOptions {
   std::chrono::milliseconds shutdown_grace{30'000};
   // How long a spoke may answer from its metadata cache without hearing from the hub.
   std::chrono::milliseconds lease{5'000};
-  uint64_t memory_cache_bytes = 256ull << 20;  // recently read chunks kept in memory (0: none)
+  uint64_t memory_cache_bytes = 256ull << 20;   // recently read chunks kept in memory (0: none)
+  uint64_t metadata_cache_bytes = 80ull << 20;  // the metadata store's caches
 };
 
 // A spoke: S3, REST and the fabric protocol (for chained spokes) over a PortalVolume that

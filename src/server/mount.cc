@@ -91,6 +91,7 @@ Status RunMount(const MountOptions& options, FILE* out) {
   if (!options.data_dir.empty()) {
     LocalVolumeOptions local_options;
     local_options.chunk_cache_bytes = options.memory_cache_bytes;
+    local_options.metadata_cache_bytes = options.metadata_cache_bytes;
     WEFT_ASSIGN_OR_RETURN(local, OpenLocalVolume(options.data_dir, local_options));
     volume = local.get();
     fuse_options.exclusive = true;  // the data directory is locked to this process

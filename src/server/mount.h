@@ -27,7 +27,8 @@ struct MountOptions {
   std::optional<double> attr_timeout_s;
   bool read_only = false;
   bool allow_other = false;
-  uint64_t memory_cache_bytes = 256ull << 20;  // recently read chunks kept in memory (0: none)
+  uint64_t memory_cache_bytes = 256ull << 20;   // recently read chunks kept in memory (0: none)
+  uint64_t metadata_cache_bytes = 80ull << 20;  // --data: the metadata store's caches
 };
 
 // Mounts, prints "weft: mounted ... at MOUNTPOINT" once the mount is usable, and serves until

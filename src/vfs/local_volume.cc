@@ -206,6 +206,9 @@ struct Txn {
     });
   }
 
+  // For entries changed without PutDirent/DeleteDirent (a removal that leaves no history).
+  void NoteEntriesChanged(uint64_t parent) { changed_dirs[parent] += 0; }
+
   // Every directory whose entries changed gets the commit's time as its mtime and ctime, and
   // the change in its number of subdirectories in its link count (where it keeps one).
   Status UpdateChangedDirectories() {
@@ -1509,6 +1512,7 @@ Status LocalVolume::DeleteVersion(const RequestContext& ctx, const std::string& 
       // gone), so the entry leaves no history either, and no delete marker appears.
       t->reader.Delete(schema::DirentKey(parent, pn.name));
       t->reader.Delete(schema::InodeKey(ino));
+      t->NoteEntriesChanged(parent);
       return OkStatus();
     }
     uint64_t prev_ino = 0, prev_seq = 0;
@@ -1529,9 +1533,12 @@ Status LocalVolume::DeleteVersion(const RequestContext& ctx, const std::string& 
     if (latest == nullptr) {
       return Corruption(canonical + ": version " + next->version_id + " has no inode state");
     }
-    // The previous version becomes current as it was, under its own version id.
+    // The previous version becomes current as it was, under its own version id, with the
+    // names the file has now: one (it was not live elsewhere), or this inode's (a file with
+    // several names is refused above).
     Inode restored = latest->value;
     restored.ctime_ns = t->now_ns;
+    restored.nlink = 0;
     if (prev_ino == ino) {
       t->reader.Put(schema::InodeKey(ino), schema::EncodeInode(t->seq, restored));
       return OkStatus();
@@ -1833,7 +1840,9 @@ Result<std::unique_ptr<Volume>> OpenLocalVolume(const std::string& data_dir,
   FileSystem* fs = PosixFileSystem();
   WEFT_RETURN_IF_ERROR(fs->CreateDirs(data_dir).WithContext("creating data directory"));
   // The metadata store takes the directory's lock first, so a second process stops here.
-  WEFT_ASSIGN_OR_RETURN(std::unique_ptr<KvStore> kv, OpenRocksKvStore(data_dir + "/meta"));
+  RocksKvStoreOptions meta;
+  meta.cache_bytes = options.metadata_cache_bytes;
+  WEFT_ASSIGN_OR_RETURN(std::unique_ptr<KvStore> kv, OpenRocksKvStore(data_dir + "/meta", meta));
   WEFT_ASSIGN_OR_RETURN(std::unique_ptr<ChunkStore> packs,
                         OpenPackChunkStore(fs, data_dir + "/packs", PackStoreOptions{}));
   auto chunks = std::make_shared<CachingChunkStore>(std::move(packs), options.chunk_cache_bytes);

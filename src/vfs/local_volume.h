@@ -21,6 +21,8 @@ struct LocalVolumeOptions {
   Clock* clock = SystemClock::Default();
   // OpenLocalVolume only: memory for recently read, verified chunks (0 disables).
   uint64_t chunk_cache_bytes = 256ull << 20;
+  // OpenLocalVolume only: memory for the metadata store's caches (RocksKvStoreOptions).
+  uint64_t metadata_cache_bytes = 80ull << 20;
 };
 
 // Builds a LocalVolume over stores the caller made (tests use the in-memory fakes).

@@ -400,6 +400,23 @@ class PosixTest(LocalMountTestCase):
         os.rename(self.m("other"), self.m("h"))
         self.assertEqual(os.stat(self.m("d", "g")).st_nlink, 1)
         self.assertEqual(read(self.m("h")), b"three")
+        # A rename between two names of one file does nothing, even to a writer open on one.
+        os.link(self.m("h"), self.m("h2"))
+        fd = os.open(self.m("h2"), os.O_WRONLY)
+        os.rename(self.m("h"), self.m("h2"))
+        os.write(fd, b"THREE")
+        os.close(fd)
+        self.assertEqual(read(self.m("h")), b"THREE")
+        # Bytes written through a name removed meanwhile cannot reach the file's other names
+        # from the mount: the close says so, and the other names keep what they had.
+        self.assertEqual(os.stat(self.m("h2")).st_nlink, 2)
+        os.link(self.m("h"), self.m("k"))
+        fd = os.open(self.m("k"), os.O_WRONLY)
+        os.unlink(self.m("k"))
+        os.write(fd, b"lost")
+        self.assert_errno(errno.EIO, os.close, fd)
+        self.assertEqual(read(self.m("h")), b"THREE")
+        os.unlink(self.m("h2"))
         # Kept across a remount, and fsck counts the names.
         os.link(self.m("d", "g"), self.m("g2"))
         self.assertEqual(self.mount.stop(), 0)

@@ -619,6 +619,13 @@ class FuseMountImpl final : public FuseMount {
   bool RememberOpen(uint64_t node, const std::shared_ptr<FileReader>& reader, bool writing) {
     const std::string& version = reader->info().version_id;
     std::lock_guard lock(versions_mu_);
+    // A file with several names changes through nodes of other names, which this one does
+    // not know of: neither its pages nor its reader are kept.
+    if (reader->info().nlink > 1) {
+      cached_versions_.erase(node);
+      readers_.erase(node);
+      return false;
+    }
     std::string& cached = cached_versions_[node];
     const bool same = cached == version && !writing;
     cached = version;
@@ -760,6 +767,14 @@ class FuseMountImpl final : public FuseMount {
     if (!path) {
       w.AbandonStream();
       w.dirty = false;
+      // The file may live on under another name, which the mount cannot find from here: say
+      // the bytes were not kept rather than drop them quietly (docs/mount.md).
+      const FileInfo& at_open = w.source ? w.source->info() : w.opened;
+      if (at_open.nlink > 1) {
+        return IoError(at_open.path +
+                       ": the name written through was removed; the file's other names were "
+                       "not changed");
+      }
       return OkStatus();
     }
     WriteOptions opts;
@@ -839,7 +854,7 @@ class FuseMountImpl final : public FuseMount {
       w->streamable = true;
     }
     std::lock_guard lock(mu_);
-    writes_[node].insert(w.get());
+    if (writes_[node].insert(w.get()).second) ++open_writes_;
     return w;
   }
 
@@ -847,7 +862,7 @@ class FuseMountImpl final : public FuseMount {
     std::lock_guard lock(mu_);
     auto it = writes_.find(w->node);
     if (it == writes_.end()) return;
-    it->second.erase(w);
+    if (it->second.erase(w) > 0) --open_writes_;
     if (it->second.empty()) writes_.erase(it);
   }
 
@@ -884,6 +899,7 @@ class FuseMountImpl final : public FuseMount {
   // kernel's pages of the node, which the write updated, answer most such reads first.)
   // Replies and returns true if there is one.
   bool ReadFromLocalWriter(fuse_req_t req, uint64_t node, size_t size, off_t off) {
+    if (open_writes_.load(std::memory_order_relaxed) == 0) return false;  // reads stay unlocked
     // Under mu_: a handle in writes_ is not freed while it is held (CloseWrite takes it).
     std::lock_guard lock(mu_);
     auto it = writes_.find(node);
@@ -1032,6 +1048,8 @@ class FuseMountImpl final : public FuseMount {
       // Unlinked but still open (fstat; the kernel rarely names the handle): the handles
       // open on the node know its file.
       // It has no name left.
+      // No name left that the mount knows of (another name of the file may remain; the mount
+      // cannot find it from here).
       auto gone = [](FileInfo info) {
         info.nlink = 0;
         return info;
@@ -1208,6 +1226,17 @@ class FuseMountImpl final : public FuseMount {
       Result<FileInfo> there = self->volume_->Stat(ctx, *to);
       if (there.ok()) return (void)fuse_reply_err(req, EEXIST);
     }
+    // Two names of one file: rename(2) does nothing, and both names keep their nodes (and
+    // their open writes).
+    if (Result<FileInfo> src = self->volume_->Stat(ctx, *from);
+        src.ok() && src->nlink > 1 && src->type != FileType::kDirectory) {
+      Result<FileInfo> dst = self->volume_->Stat(ctx, *to);
+      if (dst.ok() && dst->inode == src->inode) {
+        // The kernel moves its entry all the same: have it look both names up again.
+        self->Queue(Pending{{ParentPath(*from), ParentPath(*to)}, {}, 0});
+        return (void)fuse_reply_err(req, 0);
+      }
+    }
     Status moved = self->volume_->Rename(ctx, *from, *to);
     if (!moved.ok()) return (void)fuse_reply_err(req, ErrnoOf(moved));
     self->ForgetOpen(*to);
@@ -1227,7 +1256,8 @@ class FuseMountImpl final : public FuseMount {
       return (void)fuse_reply_err(req, too_many ? EMLINK : ErrnoOf(info.status()));
     }
     // The kernel gives the new name an inode of its own and keeps the existing one's
-    // attributes (one link) until they time out: drop them.
+    // attributes (one link) until they time out: drop them, and the reader kept for it.
+    self->ForgetOpen(ino);
     fuse_lowlevel_notify_inval_inode(self->session_, ino, -1, 0);
     self->ReplyEntry(req, *path, *info);
   }
@@ -1782,6 +1812,7 @@ class FuseMountImpl final : public FuseMount {
   std::mutex mu_;
   CacheControl control_;                                         // guarded by mu_
   std::unordered_map<uint64_t, std::set<WriteHandle*>> writes_;  // open writes per node; mu_
+  std::atomic<size_t> open_writes_ = 0;  // handles in writes_: reads skip mu_ when none
   // Read handles per node (count, the file they read); mu_.
   std::unordered_map<uint64_t, std::pair<int, FileInfo>> reads_;
   std::mutex versions_mu_;

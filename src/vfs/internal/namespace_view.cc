@@ -45,11 +45,23 @@ Result<std::optional<Inode>> NamespaceView::GetInode(uint64_t ino) {
   WEFT_ASSIGN_OR_RETURN(auto v, reader_->Get(schema::InodeKey(ino)));
   if (v) {
     WEFT_ASSIGN_OR_RETURN(auto cur, schema::DecodeInode(*v));
-    if (live() || cur.seq_begin <= seq_) return std::optional<Inode>(cur.value);
+    if (live()) return std::optional<Inode>(cur.value);
+    if (cur.seq_begin <= seq_) return AsOfSnapshot(std::move(cur.value));
   }
   if (live()) return std::optional<Inode>();
-  return HistoryAt<Inode>(reader_, schema::InodeHistoryPrefix(ino), seq_,
-                          schema::DecodeInodeHistory);
+  WEFT_ASSIGN_OR_RETURN(
+      std::optional<Inode> old,
+      HistoryAt<Inode>(reader_, schema::InodeHistoryPrefix(ino), seq_, schema::DecodeInodeHistory));
+  if (!old) return old;
+  return AsOfSnapshot(std::move(*old));
+}
+
+// Link counts change in place, unversioned (metadata.md): a snapshot's directory would say
+// how many subdirectories it has now, and a tool trusting that could skip some. It says it
+// does not count them.
+std::optional<Inode> NamespaceView::AsOfSnapshot(Inode inode) {
+  if (inode.type == FileType::kDirectory) inode.nlink = 0;
+  return inode;
 }
 
 Result<schema::Manifest> NamespaceView::GetManifest(uint64_t ino, uint64_t content_seq) {

@@ -46,6 +46,8 @@ class NamespaceView {
   Result<ReadDirPage> List(uint64_t dir, const std::string& dir_path, const ReadDirOptions& opts);
 
  private:
+  static std::optional<schema::Inode> AsOfSnapshot(schema::Inode inode);
+
   KvReader* reader_;
   uint64_t seq_;
 };

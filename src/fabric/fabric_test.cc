@@ -224,6 +224,31 @@ TEST_P(FabricTest, ChangedFilesArriveAsDeltasAgainstWhatTheSpokeHolds) {
   EXPECT_LT(moved, 30'000u);
 }
 
+// A batch of chunks is compressed as one stream: what repeats from one chunk to the next
+// (records, phrases, tar headers) costs nothing the second time, where chunks compressed one
+// by one pay for each. Incompressible bytes cost about their size.
+TEST_P(FabricTest, FetchedChunksAreCompressedAcrossTheBatch) {
+  const std::string block = RandomBytes(300'000, 51);  // longer than the largest chunk
+  std::string repeated;
+  for (int r = 0; repeated.size() < 3'000'000; ++r) {
+    std::string copy = block;  // a byte in every 4 KiB differs: no chunk is stored twice
+    for (size_t k = r; k < copy.size(); k += 4096) copy[k] ^= 0x5a;
+    repeated += copy;
+  }
+  const std::string random = RandomBytes(1'000'000, 52);
+  ASSERT_TRUE(Put(hub_.volume(), "/data/repeated", repeated).ok());
+  ASSERT_TRUE(Put(hub_.volume(), "/data/random", random).ok());
+  auto spoke = OpenSpoke(hub_, {"/data"});
+  ASSERT_TRUE(spoke.ok());
+  EXPECT_EQ(*Get(**spoke, "/data/repeated"), repeated);
+  const uint64_t repeated_moved = (*spoke)->Stats().bytes_fetched;
+  EXPECT_LT(repeated_moved, 3 * block.size() / 2);  // not 3 MB: one block, about
+  EXPECT_EQ(*Get(**spoke, "/data/random"), random);
+  const uint64_t random_moved = (*spoke)->Stats().bytes_fetched - repeated_moved;
+  EXPECT_GT(random_moved, random.size());
+  EXPECT_LT(random_moved, random.size() + 20'000);
+}
+
 // Stats of the files of one directory share one listing of it, which names each small
 // file's chunks too, so a job opening each file (a FUSE lookup, then the read) costs one round
 // trip per file: the fetch of its bytes, with no lookup. A name the whole listing lacks is not

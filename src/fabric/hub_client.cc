@@ -194,7 +194,7 @@ Result<json> HubClient::Call(const std::string& op, json args, json* error_body,
     args["zstd"] = true;  // large answers compressed (kZstdJsonContentType)
     WEFT_ASSIGN_OR_RETURN(net::HttpResponse r, Send(op, "application/json", DumpJson(args)));
     if (r.Header("Content-Type") == kZstdJsonContentType) {
-      WEFT_ASSIGN_OR_RETURN(r.body, DecompressJson(r.body));
+      WEFT_ASSIGN_OR_RETURN(r.body, DecompressAnswer(r.body));
     }
     std::string_view body = r.body;
     const bool framed = r.status == 200 && r.Header("Content-Type") == kFramedContentType;
@@ -251,13 +251,19 @@ Result<std::string> HubClient::CallFramed(const std::string& op, json header,
   });
 }
 
-Result<std::string> HubClient::CallBinary(const std::string& op, json args) {
+Result<std::string> HubClient::CallBinary(const std::string& op, json args, uint64_t* wire_bytes) {
   return WithSpokeId([&](const std::string& id) -> Result<std::string> {
     args["spoke"] = id;
+    args["zstd"] = true;  // chunk frames compressed as one stream (kZstdFramesContentType)
     WEFT_ASSIGN_OR_RETURN(net::HttpResponse r, Send(op, "application/json", DumpJson(args)));
+    const bool compressed = r.status == 200 && r.Header("Content-Type") == kZstdFramesContentType;
     WEFT_ASSIGN_OR_RETURN(std::string bytes, BinaryAnswer(std::move(r)));
-    std::lock_guard lock(mu_);
-    bytes_received_ += bytes.size();
+    {
+      std::lock_guard lock(mu_);
+      bytes_received_ += bytes.size();
+    }
+    if (wire_bytes != nullptr) *wire_bytes = bytes.size();
+    if (compressed) return DecompressAnswer(bytes);
     return bytes;
   });
 }

@@ -61,8 +61,9 @@ class HubClient {
                     std::string* frames = nullptr);
   // A framed call (commit, upload, missing): JSON header + binary payload; the raw answer.
   Result<std::string> CallFramed(const std::string& op, json header, std::string_view payload);
-  // A JSON call whose answer is binary (fetch).
-  Result<std::string> CallBinary(const std::string& op, json args);
+  // A JSON call whose answer is binary (fetch), decompressed if it came compressed;
+  // `*wire_bytes` says how many bytes it took on the wire.
+  Result<std::string> CallBinary(const std::string& op, json args, uint64_t* wire_bytes = nullptr);
 
   const std::string& url() const { return options_.hub_url; }
   size_t connections() const { return options_.connections; }

@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "base/bytes.h"
+#include "fabric/internal/dir_changes.h"
 #include "fabric/wire.h"
 #include "vfs/path.h"
 #include "vfs/residency.h"
@@ -14,18 +15,11 @@
 namespace weft::fabric {
 namespace {
 
-// The end offset of each chunk.
-std::vector<uint64_t> ChunkEnds(const std::vector<ChunkRef>& chunks) {
-  std::vector<uint64_t> ends;
-  uint64_t end = 0;
-  for (const ChunkRef& c : chunks) ends.push_back(end += c.length);
-  return ends;
-}
-
 // Appends chunk i of `file` as a frame: a delta against chunks `base_indices` of `base` (the
 // spoke holds them) where that pays. A base that cannot be read is left out.
 Status AppendFrame(FileReader& file, size_t i, FileReader* base,
-                   const std::vector<size_t>& base_indices, std::string* out) {
+                   const std::vector<size_t>& base_indices, std::string* out,
+                   bool compress = true) {
   WEFT_ASSIGN_OR_RETURN(std::shared_ptr<const std::string> data, file.ReadChunk(i));
   std::vector<std::shared_ptr<const std::string>> held;
   std::vector<DeltaBase> bases;
@@ -36,8 +30,15 @@ Status AppendFrame(FileReader& file, size_t i, FileReader* base,
       bases.push_back(DeltaBase{base->chunks()[j].id, *held.back()});
     }
   }
-  AppendChunkFrame(file.chunks()[i].id, *data, out, bases);
+  AppendChunkFrame(file.chunks()[i].id, *data, out, bases, compress);
   return OkStatus();
+}
+
+// Whether the caller asked for compressed answers. Outside Dispatch's parse errors: a flag that
+// is not a boolean is not a request for zstd.
+bool WantsZstd(const json& args) {
+  return args.is_object() && args.contains("zstd") && args["zstd"].is_boolean() &&
+         args["zstd"].get<bool>();
 }
 
 int HttpStatusOf(const Status& s) {
@@ -112,6 +113,7 @@ struct HubService::Call {
   std::vector<std::string> tags{};  // the calling spoke's site tags
   json reply = json::object();
   std::optional<std::string> binary_reply{};
+  std::string binary_type = "application/octet-stream";
   // Chunk frames sent after the JSON reply (a lookup with its small file's bytes inline).
   std::optional<std::string> frames_reply{};
 };
@@ -151,7 +153,7 @@ void HubService::Handle(const net::HttpRequest& request, net::BodyReader& body,
   Status s = Dispatch(call);
   if (response.started()) return;
   if (s.ok() && call.binary_reply) {
-    (void)response.Send(200, {{"Content-Type", "application/octet-stream"}}, *call.binary_reply);
+    (void)response.Send(200, {{"Content-Type", call.binary_type}}, *call.binary_reply);
     return;
   }
   if (s.ok() && call.frames_reply) {
@@ -168,10 +170,8 @@ void HubService::Handle(const net::HttpRequest& request, net::BodyReader& body,
   std::vector<net::HttpHeader> headers = {{"Content-Type", "application/json"}};
   if (status == 401) headers.push_back({"WWW-Authenticate", "Bearer realm=\"weft\""});
   std::string text = DumpJson(call.reply);
-  // Outside Dispatch's parse errors: a flag that is not a boolean is not a request for zstd.
-  if (call.args.is_object() && call.args.contains("zstd") && call.args["zstd"].is_boolean() &&
-      call.args["zstd"].get<bool>()) {
-    if (std::optional<std::string> compressed = CompressJson(text)) {
+  if (WantsZstd(call.args)) {
+    if (std::optional<std::string> compressed = CompressAnswer(text)) {
       headers[0].value = std::string(kZstdJsonContentType);
       text = std::move(*compressed);
     }
@@ -690,36 +690,12 @@ Status HubService::Dir(Call& call) {
       if (since && now.sequence != 0 && *since <= now.sequence) {
         Result<std::vector<Change>> changes =
             volume_->ReadChanges(call.ctx, *since, kMaxDirChanges + 1);
-        std::set<std::string> names;
-        // Usable when complete: no gap after `since` (a trimmed feed), within the bound, and
-        // nothing renamed or changed at this directory or above it.
-        bool usable = changes.ok() && changes->size() <= kMaxDirChanges &&
-                      (*since == now.sequence ||
-                       (!changes->empty() && changes->front().sequence == *since + 1));
-        for (size_t k = 0; usable && k < changes->size(); ++k) {
-          const Change& c = (*changes)[k];
-          sequence = std::max(sequence, c.sequence);
-          for (const std::string* p : {&c.path, &c.path2}) {
-            // path2 names a path only for a rename and a link (the existing name, whose link
-            // count changes); otherwise a symlink's target, a version id.
-            if (p->empty() || (p == &c.path2 && c.op != "rename" && c.op != "link")) continue;
-            if (IsAtOrUnder(path, *p)) {
-              usable = false;
-              break;
-            }
-            // The child of `path` on the way to a changed path: the file itself, or a
-            // directory a write may have created.
-            if (IsAtOrUnder(*p, path)) {
-              std::string_view rest =
-                  std::string_view(*p).substr(path == "/" ? 1 : path.size() + 1);
-              names.insert(std::string(rest.substr(0, rest.find('/'))));
-            }
-          }
-        }
-        if (usable) {
+        std::optional<ChildChanges> changed =
+            changes.ok() ? ChangedChildren(path, *since, now.sequence, *changes) : std::nullopt;
+        if (changed) {
           delta = true;
-          sequence = std::max(sequence, now.sequence);
-          for (const std::string& name : names) {
+          sequence = std::max(changed->sequence, now.sequence);
+          for (const std::string& name : changed->names) {
             Result<FileInfo> info = volume_->Stat(call.ctx, ChildPath(path, name));
             if (info.status().code() == StatusCode::kNotFound) {
               removed.push_back(name);
@@ -822,6 +798,8 @@ Status HubService::Fetch(Call& call) {
     }
     wanted.push_back(std::move(w));
   }
+  // The frames raw, then compressed as one stream, for a spoke that takes that.
+  const bool stream = WantsZstd(call.args);
   std::string out;
   out.reserve(std::min<uint64_t>(plaintext_bytes, options_.max_body_bytes));
   for (const Wanted& w : wanted) {
@@ -830,11 +808,17 @@ Status HubService::Fetch(Call& call) {
       auto b = w.base_of.find(i);
       WEFT_RETURN_IF_ERROR(AppendFrame(*w.reader, i, w.base.get(),
                                        b == w.base_of.end() ? std::vector<size_t>() : b->second,
-                                       &out));
+                                       &out, /*compress=*/!stream));
       if (out.size() > options_.max_body_bytes) {
         return InvalidArgument("fetch batch larger than " +
                                std::to_string(options_.max_body_bytes));
       }
+    }
+  }
+  if (stream) {
+    if (std::optional<std::string> compressed = CompressAnswer(out)) {
+      out = std::move(*compressed);
+      call.binary_type = std::string(kZstdFramesContentType);
     }
   }
   {

@@ -42,6 +42,11 @@ inline constexpr std::string_view kFramedContentType = "application/x-weft-frame
 // 4-byte big-endian length of the JSON text, then one zstd frame of it. Listings and batched
 // lookups are mostly names, versions and chunk ids: this about halves them on the wire.
 inline constexpr std::string_view kZstdJsonContentType = "application/x-weft-json+zstd";
+// Chunk frames compressed as one zstd stream, in the same form (a `fetch` of a spoke that sent
+// "zstd": true): across a batch zstd finds what repeats beyond one chunk (records, phrases and
+// headers of text and tar shards), which frames compressed one by one cannot. The frames
+// inside are then raw or deltas. Incompressible batches are sent as plain frames.
+inline constexpr std::string_view kZstdFramesContentType = "application/x-weft-frames+zstd";
 // Answers shorter than this are not worth compressing.
 inline constexpr size_t kMinZstdJsonBytes = 512;
 // The largest JSON text a compressed answer may claim (a hostile hub cannot make a spoke
@@ -89,11 +94,12 @@ std::string DumpJson(const json& j);
 // Parses a JSON body (DumpJson's too); InvalidArgument naming the problem.
 Result<json> ParseJson(std::string_view body);
 
-// kZstdJsonContentType's body for `text`, or nullopt when compressing does not pay.
-std::optional<std::string> CompressJson(std::string_view text);
-// The JSON text of such a body; InvalidArgument if it is malformed or claims over
+// The body of a compressed answer (kZstdJsonContentType, kZstdFramesContentType) carrying
+// `text`, or nullopt when compressing does not pay.
+std::optional<std::string> CompressAnswer(std::string_view text);
+// The text of such a body; InvalidArgument if it is malformed or claims over
 // kMaxZstdJsonBytes.
-Result<std::string> DecompressJson(std::string_view body);
+Result<std::string> DecompressAnswer(std::string_view body);
 
 // A chunk the receiver holds, to encode another against (codecs 2 and 3).
 struct DeltaBase {
@@ -105,8 +111,12 @@ inline constexpr size_t kMaxDeltaBases = 4;
 
 // Appends one frame carrying `plaintext`: compressed when it pays, and as a delta against
 // `bases` (the first kMaxDeltaBases, in order) when some are given and that is smaller still.
+// With `compress` false, only a delta is encoded (the frames go into a compressed stream).
 void AppendChunkFrame(const ChunkId& id, std::string_view plaintext, std::string* out,
-                      std::span<const DeltaBase> bases = {});
+                      std::span<const DeltaBase> bases = {}, bool compress = true);
+
+// The end offset of each of `chunks` in the file they make up.
+std::vector<uint64_t> ChunkEnds(const std::vector<ChunkRef>& chunks);
 
 // Which chunks of an earlier version of a file (chunk i ends at base_ends[i]) to send the new
 // chunk at [start, end) of a `new_size`-byte version as a delta against: those overlapping

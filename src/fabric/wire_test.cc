@@ -112,25 +112,25 @@ TEST(WireTest, CompressedJsonAnswersRoundTripAndRefuseWhatTheyCannotBe) {
                        {"version", std::to_string(i) + ".77"}});
   }
   const std::string text = DumpJson(listing);
-  std::optional<std::string> body = CompressJson(text);
+  std::optional<std::string> body = CompressAnswer(text);
   ASSERT_TRUE(body.has_value());
   EXPECT_LT(body->size(), text.size() / 3);
-  auto back = DecompressJson(*body);
+  auto back = DecompressAnswer(*body);
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_EQ(*back, text);
 
   // Small answers go as they are.
-  EXPECT_FALSE(CompressJson(R"({"lease_ms": 5000})").has_value());
+  EXPECT_FALSE(CompressAnswer(R"({"lease_ms": 5000})").has_value());
   // A body that lies about its length, claims too much, or is cut, is refused.
   std::string longer = *body;
   longer[3] = static_cast<char>(longer[3] + 1);
-  EXPECT_EQ(DecompressJson(longer).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(DecompressAnswer(longer).status().code(), StatusCode::kInvalidArgument);
   std::string huge = *body;
   huge[0] = '\x7f';
-  EXPECT_EQ(DecompressJson(huge).status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(DecompressJson(body->substr(0, body->size() / 2)).status().code(),
+  EXPECT_EQ(DecompressAnswer(huge).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(DecompressAnswer(body->substr(0, body->size() / 2)).status().code(),
             StatusCode::kInvalidArgument);
-  EXPECT_EQ(DecompressJson("ab").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(DecompressAnswer("ab").status().code(), StatusCode::kInvalidArgument);
 }
 
 TEST(WireTest, ADeltaOverSeveralBasesCarriesContentThatMovedAcrossOldChunks) {

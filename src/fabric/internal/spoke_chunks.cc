@@ -110,9 +110,10 @@ Status SpokeChunks::FetchMany(const std::vector<FetchItem>& items, bool force,
       expected += indices.size();
     }
     json args = {{"items", std::move(wanted)}};
-    WEFT_ASSIGN_OR_RETURN(std::string frames, hub_->CallBinary("fetch", args));
+    uint64_t wire = 0;
+    WEFT_ASSIGN_OR_RETURN(std::string frames, hub_->CallBinary("fetch", args, &wire));
     std::vector<ChunkId> undecoded;
-    WEFT_ASSIGN_OR_RETURN(size_t got, StoreFrames(frames, kept, &kept_mu, &undecoded));
+    WEFT_ASSIGN_OR_RETURN(size_t got, StoreFrames(frames, kept, &kept_mu, &undecoded, wire));
     if (got + undecoded.size() != expected || (!undecoded.empty() && !with_bases)) {
       return Internal("hub sent " + std::to_string(got) + " of " + std::to_string(expected) +
                       " chunks");
@@ -165,19 +166,13 @@ std::optional<KnownVersion> SpokeChunks::BaseFor(const FetchItem& item) {
 void SpokeChunks::AddDeltaBases(const std::vector<ChunkRef>& chunks,
                                 const std::vector<size_t>& indices, const KnownVersion& base,
                                 json* item) {
-  std::vector<uint64_t> base_ends;  // exclusive end offset of each base chunk
-  uint64_t end = 0;
-  for (const ChunkRef& c : base.chunks) base_ends.push_back(end += c.length);
-  std::vector<uint64_t> starts;
-  uint64_t size = 0;
-  for (const ChunkRef& c : chunks) {
-    starts.push_back(size);
-    size += c.length;
-  }
+  const std::vector<uint64_t> base_ends = ChunkEnds(base.chunks);
+  const std::vector<uint64_t> ends = ChunkEnds(chunks);
+  const uint64_t size = ends.empty() ? 0 : ends.back();
   json pairs = json::array();
   for (size_t i : indices) {
     json pair = {i};
-    for (size_t j : DeltaBaseIndices(base_ends, starts[i], starts[i] + chunks[i].length, size)) {
+    for (size_t j : DeltaBaseIndices(base_ends, ends[i] - chunks[i].length, ends[i], size)) {
       if (chunks_->Contains(base.chunks[j].id)) pair.push_back(j);
     }
     if (pair.size() > 1) pairs.push_back(std::move(pair));
@@ -188,8 +183,9 @@ void SpokeChunks::AddDeltaBases(const std::vector<ChunkRef>& chunks,
 }
 
 Result<size_t> SpokeChunks::StoreFrames(std::string_view in, FetchedChunks* kept,
-                                        std::mutex* kept_mu, std::vector<ChunkId>* unresolved) {
-  bytes_fetched_ += in.size();
+                                        std::mutex* kept_mu, std::vector<ChunkId>* unresolved,
+                                        std::optional<uint64_t> wire_bytes) {
+  bytes_fetched_ += wire_bytes.value_or(in.size());
   size_t got = 0;
   const BaseLookup bases = [this](const ChunkId& id) -> std::shared_ptr<const std::string> {
     Result<std::shared_ptr<const std::string>> base = chunks_->GetShared(id);

@@ -70,9 +70,11 @@ class SpokeChunks {
   // Stores the chunk frames of a hub answer (verified by id as they are put), handing those
   // `*kept` names back there too; how many. Delta frames are decoded against this spoke's
   // chunks; one whose base is gone is not stored, and goes to `*unresolved`.
+  // `wire_bytes`: what they took on the wire (counted in bytes_fetched), if not their size.
   Result<size_t> StoreFrames(std::string_view in, FetchedChunks* kept = nullptr,
                              std::mutex* kept_mu = nullptr,
-                             std::vector<ChunkId>* unresolved = nullptr);
+                             std::vector<ChunkId>* unresolved = nullptr,
+                             std::optional<uint64_t> wire_bytes = std::nullopt);
 
   // For a lookup that asks for a file's bytes: names in `*args` ("have", "base_version") what
   // this spoke still holds of the version it last saw, so the hub leaves that out and sends

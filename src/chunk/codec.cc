@@ -37,7 +37,7 @@ bool IsKnownCodec(uint8_t value) {
   return value == static_cast<uint8_t>(Codec::kRaw) || value == static_cast<uint8_t>(Codec::kZstd);
 }
 
-Codec EncodeChunk(ByteSpan raw, int level, std::string* compressed) {
+Codec EncodeChunk(ByteSpan raw, int level, std::string* compressed, double min_saving) {
   if (raw.size() < kMinCompressSize) return Codec::kRaw;
   ZSTD_CCtx* cctx = ThreadCCtx();
   if (cctx == nullptr) return Codec::kRaw;
@@ -45,9 +45,11 @@ Codec EncodeChunk(ByteSpan raw, int level, std::string* compressed) {
       ZSTD_isError(ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, level))) {
     return Codec::kRaw;
   }
-  // Capping the output at 95 % makes zstd stop as soon as the saving is out of reach, so the
-  // incompressible case needs no separate probe (measured: ~7 GB/s on random 64 KiB chunks).
-  const size_t limit = raw.size() - raw.size() / 20;
+  // Capping the output makes zstd stop as soon as the saving is out of reach, so the
+  // incompressible case needs no separate probe (measured at 95 %: ~7 GB/s on random 64 KiB
+  // chunks).
+  const size_t limit =
+      raw.size() - static_cast<size_t>(static_cast<double>(raw.size()) * min_saving);
   // zstd writes into this thread's scratch, not into a string sized (and zero-filled) for
   // the bound: for incompressible chunks, most of what is stored or sent, that fill was a
   // memset of every byte (and, in a fresh buffer, a page fault per 4 KiB).

@@ -18,10 +18,11 @@ enum class Codec : uint8_t {
 
 bool IsKnownCodec(uint8_t value);
 
-// Compresses `raw` with zstd at `level`. Returns kZstd with the frame in *compressed when it is
-// at most 95 % of raw's size; otherwise kRaw, and the caller stores `raw` itself (*compressed
-// is then unspecified). Incompressible input costs one bounded zstd pass that gives up early.
-Codec EncodeChunk(ByteSpan raw, int level, std::string* compressed);
+// Compresses `raw` with zstd at `level`. Returns kZstd with the frame in *compressed when it
+// saves at least `min_saving` (a fraction of raw's size; 5 % by default); otherwise kRaw, and
+// the caller stores `raw` itself (*compressed is then unspecified). Incompressible input costs
+// one bounded zstd pass that gives up early.
+Codec EncodeChunk(ByteSpan raw, int level, std::string* compressed, double min_saving = 0.05);
 
 // The plaintext of a stored chunk; Corruption unless `stored` decodes to exactly `raw_size`
 // bytes. Allocates `raw_size` bytes, so the caller bounds it; sizes inside the zstd frame are

@@ -471,10 +471,10 @@ Result<std::optional<ChunkFrame>> NextChunkFrame(std::string_view* in, const Bas
   return std::optional<ChunkFrame>(std::move(frame));
 }
 
-std::optional<std::string> CompressAnswer(std::string_view text) {
+std::optional<std::string> CompressAnswer(std::string_view text, double min_saving) {
   if (text.size() < kMinZstdJsonBytes || text.size() > kMaxZstdJsonBytes) return std::nullopt;
   std::string compressed;
-  if (EncodeChunk(AsBytes(text), kAnswerZstdLevel, &compressed) != Codec::kZstd) {
+  if (EncodeChunk(AsBytes(text), kAnswerZstdLevel, &compressed, min_saving) != Codec::kZstd) {
     return std::nullopt;
   }
   std::string out;

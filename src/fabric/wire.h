@@ -95,8 +95,8 @@ std::string DumpJson(const json& j);
 Result<json> ParseJson(std::string_view body);
 
 // The body of a compressed answer (kZstdJsonContentType, kZstdFramesContentType) carrying
-// `text`, or nullopt when compressing does not pay.
-std::optional<std::string> CompressAnswer(std::string_view text);
+// `text`, or nullopt when that would not save `min_saving` of its size.
+std::optional<std::string> CompressAnswer(std::string_view text, double min_saving = 0.05);
 // The text of such a body; InvalidArgument if it is malformed or claims over
 // kMaxZstdJsonBytes.
 Result<std::string> DecompressAnswer(std::string_view body);

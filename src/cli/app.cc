@@ -37,22 +37,28 @@ std::string CommandPath(const CLI::App& app) {
   return path;
 }
 
-// The value of a size flag such as --cache-size (K/M/G/T suffixes).
-Result<uint64_t> SizeFlag(const std::string& flag, const std::string& text, bool zero_ok) {
-  std::optional<uint64_t> bytes = ParseByteSize(text);
-  if (!bytes || (*bytes == 0 && !zero_ok)) {
-    return InvalidArgument(flag + " must be a size like 500G" + (zero_ok ? " (or 0)" : "") +
-                           ", not '" + text + "'");
-  }
-  return *bytes;
-}
+// A size flag (K/M/G/T suffixes), its text and where its value goes; `min` is the least
+// value allowed (0 turns the thing off).
+struct SizeFlag {
+  const char* flag;
+  const std::string& text;
+  uint64_t* bytes;
+  uint64_t min = 1;
+};
 
-Result<uint64_t> MetadataCacheFlag(const std::string& text) {
-  WEFT_ASSIGN_OR_RETURN(uint64_t bytes, SizeFlag("--metadata-cache", text, false));
-  if (bytes < RocksKvStoreOptions::kMinCacheBytes) {
-    return InvalidArgument("--metadata-cache must be at least 8M, not '" + text + "'");
+// Parses each of `flags` into its target; the first bad one's error.
+Status ParseSizeFlags(std::initializer_list<SizeFlag> flags) {
+  for (const SizeFlag& f : flags) {
+    std::optional<uint64_t> bytes = ParseByteSize(f.text);
+    if (!bytes || *bytes < f.min) {
+      return InvalidArgument(
+          std::string(f.flag) + " must be a size like 500G" + (f.min == 0 ? " (or 0)" : "") +
+          (f.min > 1 ? " of at least " + std::to_string(f.min >> 20) + "M" : "") + ", not '" +
+          f.text + "'");
+    }
+    *f.bytes = *bytes;
   }
-  return bytes;
+  return OkStatus();
 }
 
 constexpr const char* kMetadataCacheHelp =
@@ -427,12 +433,11 @@ int RunWeft(int argc, char** argv, const VolumeOpener& opener, int in_fd, FILE* 
       action = [&](CommandEnv& env) {
         serve.data_dir = env.options().data_dir;
         serve.lease = std::chrono::milliseconds(serve_lease_ms);
-        Result<uint64_t> memory = SizeFlag("--memory-cache", serve_memory_cache, true);
-        if (!memory.ok()) return env.Fail("serve", memory.status());
-        serve.memory_cache_bytes = *memory;
-        Result<uint64_t> metadata = MetadataCacheFlag(serve_metadata_cache);
-        if (!metadata.ok()) return env.Fail("serve", metadata.status());
-        serve.metadata_cache_bytes = *metadata;
+        Status sizes =
+            ParseSizeFlags({{"--memory-cache", serve_memory_cache, &serve.memory_cache_bytes, 0},
+                            {"--metadata-cache", serve_metadata_cache, &serve.metadata_cache_bytes,
+                             RocksKvStoreOptions::kMinCacheBytes}});
+        if (!sizes.ok()) return env.Fail("serve", sizes);
         Status served = server::RunHub(serve, env.out());
         return served.ok() ? kExitOk : env.Fail("serve", served);
       };
@@ -513,12 +518,10 @@ int RunWeft(int argc, char** argv, const VolumeOpener& opener, int in_fd, FILE* 
     spoke_cmd->callback([&] {
       action = [&](CommandEnv& env) {
         spoke.hub_timeout = std::chrono::milliseconds(hub_timeout_ms);
-        Result<uint64_t> bytes = SizeFlag("--cache-size", cache_size, false);
-        if (!bytes.ok()) return env.Fail("spoke", bytes.status());
-        spoke.cache_bytes = *bytes;
-        Result<uint64_t> memory = SizeFlag("--memory-cache", spoke_memory_cache, true);
-        if (!memory.ok()) return env.Fail("spoke", memory.status());
-        spoke.memory_cache_bytes = *memory;
+        Status sizes =
+            ParseSizeFlags({{"--cache-size", cache_size, &spoke.cache_bytes},
+                            {"--memory-cache", spoke_memory_cache, &spoke.memory_cache_bytes, 0}});
+        if (!sizes.ok()) return env.Fail("spoke", sizes);
         Status served = server::RunSpoke(spoke, env.out());
         return served.ok() ? kExitOk : env.Fail("spoke", served);
       };
@@ -588,15 +591,12 @@ int RunWeft(int argc, char** argv, const VolumeOpener& opener, int in_fd, FILE* 
         ->capture_default_str();
     mount_cmd->callback([&] {
       action = [&](CommandEnv& env) {
-        Result<uint64_t> bytes = SizeFlag("--cache-size", mount_cache_size, false);
-        if (!bytes.ok()) return env.Fail("mount", bytes.status());
-        mount.spoke.cache_bytes = *bytes;
-        Result<uint64_t> memory = SizeFlag("--memory-cache", mount_memory_cache, true);
-        if (!memory.ok()) return env.Fail("mount", memory.status());
-        mount.memory_cache_bytes = *memory;
-        Result<uint64_t> metadata = MetadataCacheFlag(mount_metadata_cache);
-        if (!metadata.ok()) return env.Fail("mount", metadata.status());
-        mount.metadata_cache_bytes = *metadata;
+        Status sizes =
+            ParseSizeFlags({{"--cache-size", mount_cache_size, &mount.spoke.cache_bytes},
+                            {"--memory-cache", mount_memory_cache, &mount.memory_cache_bytes, 0},
+                            {"--metadata-cache", mount_metadata_cache, &mount.metadata_cache_bytes,
+                             RocksKvStoreOptions::kMinCacheBytes}});
+        if (!sizes.ok()) return env.Fail("mount", sizes);
         // --data is the default only when nothing else says what to mount.
         mount.server_url = admin.server;
         if (!admin.ca_file.empty()) mount.spoke.hub_ca_file = admin.ca_file;

@@ -253,6 +253,15 @@ class BadInputTest(WeftTestCase):
                 proc = self.weft(*args, check=False)
                 self.assert_one_line_error(proc, code=2)
 
+    def test_bad_sizes_are_refused_naming_the_flag(self):
+        os.makedirs(self.path("mnt"), exist_ok=True)
+        for args, flag in ((["serve", "--memory-cache", "12Q"], "--memory-cache"),
+                           (["serve", "--metadata-cache", "1M"], "--metadata-cache"),
+                           (["mount", "--cache-size", "0", self.path("mnt")], "--cache-size")):
+            with self.subTest(args=args):
+                proc = self.weft(*args, check=False)
+                self.assert_one_line_error(proc, flag)
+
     def test_help_on_every_command(self):
         for cmd in (["put"], ["get"], ["cat"], ["ls"], ["stat"], ["rm"], ["mv"], ["mkdir"],
                     ["snapshot"], ["snapshot", "create"], ["snapshot", "list"],

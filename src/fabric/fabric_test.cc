@@ -224,6 +224,42 @@ TEST_P(FabricTest, ChangedFilesArriveAsDeltasAgainstWhatTheSpokeHolds) {
   EXPECT_LT(moved, 30'000u);
 }
 
+// A large file looked up again after its lease lapsed costs its info only when the spoke
+// already knows the chunks of its version; another version comes with its chunks.
+TEST_P(FabricTest, ALookupOfAVersionTheSpokeKnowsLeavesItsChunksOut) {
+  Hub hub(milliseconds(300), GetParam());
+  ASSERT_TRUE(hub.volume().Mkdir(ctx_, "/data").ok());
+  const std::string big = RandomBytes(3'000'000, 61);
+  ASSERT_TRUE(Put(hub.volume(), "/data/big", big).ok());
+  auto spoke = OpenSpoke(hub, {"/data"});
+  ASSERT_TRUE(spoke.ok());
+  EXPECT_EQ(*Get(**spoke, "/data/big"), big);
+  const std::string version = (*spoke)->Stat(ctx_, "/data/big")->version_id;
+  HubClientOptions raw;
+  raw.hub_url = hub.url();
+  raw.connect = hub.connect();
+  raw.access_key_id = kRootKey;
+  raw.secret_access_key = kRootSecret;
+  auto client = HubClient::Open(raw);
+  ASSERT_TRUE(client.ok());
+  ASSERT_TRUE((*client)->Attach({"raw", {}, {"/data"}}).ok());
+  auto same = (*client)->Call("lookup", {{"path", "/data/big"}, {"known_version", version}});
+  ASSERT_TRUE(same.ok()) << same.status().ToString();
+  EXPECT_TRUE(same->value("chunks_unchanged", false));
+  EXPECT_FALSE(same->contains("chunks"));
+  auto other = (*client)->Call("lookup", {{"path", "/data/big"}, {"known_version", "1.1"}});
+  ASSERT_TRUE(other.ok());
+  EXPECT_GT(other->at("chunks").size(), 10u);
+  // Read again after the lease lapsed, unchanged and then changed at the hub.
+  std::this_thread::sleep_for(milliseconds(400));
+  EXPECT_EQ(*Get(**spoke, "/data/big"), big);
+  std::string big2 = big;
+  big2.replace(1'000'000, 100, RandomBytes(100, 62));
+  ASSERT_TRUE(Put(hub.volume(), "/data/big", big2).ok());
+  std::this_thread::sleep_for(milliseconds(400));
+  EXPECT_EQ(*Get(**spoke, "/data/big"), big2);
+}
+
 // A batch of chunks is compressed as one stream: what repeats from one chunk to the next
 // (records, phrases, tar headers) costs nothing the second time, where chunks compressed one
 // by one pay for each. Incompressible bytes cost about their size.

@@ -86,6 +86,12 @@ class SpokeChunks {
                 const std::vector<ChunkRef>& chunks) {
     hints_.Remember(hub_path, version, chunks);
   }
+  // The latest version of `hub_path` this spoke saw, and its chunks, if it still knows.
+  std::optional<KnownVersion> Latest(const std::string& hub_path) {
+    std::optional<KnownContent> known = hints_.Recall(hub_path);
+    if (!known) return std::nullopt;
+    return std::move(known->latest);
+  }
 
   SpokeChunkStats Stats() const;
 

@@ -100,6 +100,9 @@ Result<CachedLookup> SpokeMetadata::Lookup(const std::string& hub_path,
   const MetaCache::Ticket ticket = cache_.Begin(key, Now());
   json args = {{"path", hub_path}};
   if (snapshot) args["snapshot"] = *snapshot;
+  // The version whose chunks this spoke knows: unchanged, the answer leaves them out.
+  const std::optional<KnownVersion> known = snapshot ? std::nullopt : chunks_->Latest(hub_path);
+  if (known) args["known_version"] = known->version_id;
   // A file listed as larger than what comes inline: naming the chunks held would be wasted.
   if (for_read && options_.inline_read_bytes > 0 &&
       listed_size.value_or(0) <= options_.inline_read_bytes) {
@@ -116,6 +119,11 @@ Result<CachedLookup> SpokeMetadata::Lookup(const std::string& hub_path,
     if (reply->contains("chunks")) {
       WEFT_ASSIGN_OR_RETURN(result.chunks, ChunksFromJson(reply->at("chunks")));
       if (!snapshot) chunks_->Remember(hub_path, result.info.version_id, result.chunks);
+    } else if (reply->contains("chunks_unchanged")) {
+      if (!known || known->version_id != result.info.version_id) {
+        return InvalidArgument("hub left out the chunks of a version this spoke does not know");
+      }
+      result.chunks = known->chunks;
     }
     WEFT_RETURN_IF_ERROR(chunks_->StoreFrames(frames).status());
     lease_ms = reply->value("lease_ms", int64_t{0});

@@ -235,14 +235,8 @@ TEST_P(FabricTest, ALookupOfAVersionTheSpokeKnowsLeavesItsChunksOut) {
   ASSERT_TRUE(spoke.ok());
   EXPECT_EQ(*Get(**spoke, "/data/big"), big);
   const std::string version = (*spoke)->Stat(ctx_, "/data/big")->version_id;
-  HubClientOptions raw;
-  raw.hub_url = hub.url();
-  raw.connect = hub.connect();
-  raw.access_key_id = kRootKey;
-  raw.secret_access_key = kRootSecret;
-  auto client = HubClient::Open(raw);
-  ASSERT_TRUE(client.ok());
-  ASSERT_TRUE((*client)->Attach({"raw", {}, {"/data"}}).ok());
+  auto client = RawClient(hub, "raw", {}, {"/data"});
+  ASSERT_TRUE(client.ok()) << client.status().ToString();
   auto same = (*client)->Call("lookup", {{"path", "/data/big"}, {"known_version", version}});
   ASSERT_TRUE(same.ok()) << same.status().ToString();
   EXPECT_TRUE(same->value("chunks_unchanged", false));
@@ -851,14 +845,8 @@ TEST_P(FabricTest, ResidentDirectoriesNeverReachOtherSites) {
             StatusCode::kPermissionDenied);
   // Nor does a hand-made `dir` call get it: the resident directory is withheld from the
   // answer, and the file to send along must be a name in the directory, not a path below.
-  HubClientOptions raw;
-  raw.hub_url = hub_.url();
-  raw.connect = hub_.connect();
-  raw.access_key_id = kRootKey;
-  raw.secret_access_key = kRootSecret;
-  auto client = HubClient::Open(raw);
-  ASSERT_TRUE(client.ok());
-  ASSERT_TRUE((*client)->Attach({"us-west", {"us"}, {"/data"}}).ok());
+  auto client = RawClient(hub_, "us-west", {"us"}, {"/data"});
+  ASSERT_TRUE(client.ok()) << client.status().ToString();
   std::string frames;
   auto answer =
       (*client)->Call("dir", {{"path", "/data"}, {"chunks_max_bytes", 1 << 20}}, nullptr, &frames);

@@ -166,6 +166,21 @@ inline Result<std::unique_ptr<PortalVolume>> OpenSpoke(
   return PortalVolume::Open(std::move(client), std::move(store), options);
 }
 
+// A hub client of root's key attached as site `site` with `portals`, for calls a test makes by
+// hand.
+inline Result<std::unique_ptr<HubClient>> RawClient(Hub& hub_to, const std::string& site,
+                                                    std::vector<std::string> tags,
+                                                    std::vector<std::string> portals) {
+  HubClientOptions raw;
+  raw.hub_url = hub_to.url();
+  raw.connect = hub_to.connect();
+  raw.access_key_id = kRootKey;
+  raw.secret_access_key = kRootSecret;
+  WEFT_ASSIGN_OR_RETURN(auto client, HubClient::Open(raw));
+  WEFT_RETURN_IF_ERROR(client->Attach({site, std::move(tags), std::move(portals)}).status());
+  return client;
+}
+
 inline Result<FileInfo> Put(Volume& v, const std::string& path, const std::string& data,
                             WriteOptions opts = {}) {
   WEFT_ASSIGN_OR_RETURN(auto w, v.OpenWriter(RequestContext{}, path, opts));

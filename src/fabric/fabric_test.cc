@@ -633,6 +633,15 @@ TEST_P(FabricTest, AFileWithSeveralNamesIsNewUnderEveryNameAtOnce) {
   EXPECT_EQ((*b)->Stat(ctx_, "/data/b/y")->nlink, 1u);
   EXPECT_EQ(*Get(**b, "/data/b/y"), "three");
   EXPECT_TRUE(hub_.volume().Fsck(ctx_)->problems.empty());
+  // Special files cross the fabric too: made at one spoke, listed and statted at another.
+  auto fifo = (*a)->Mknod(ctx_, "/data/b/pipe", FileType::kFifo, 0640, 0);
+  ASSERT_TRUE(fifo.ok()) << fifo.status().ToString();
+  ASSERT_TRUE((*a)->Mknod(ctx_, "/data/b/tty", FileType::kCharDevice, 0600, 0x501).ok());
+  EXPECT_EQ((*b)->Stat(ctx_, "/data/b/pipe")->type, FileType::kFifo);
+  EXPECT_EQ((*b)->Stat(ctx_, "/data/b/tty")->rdev, 0x501u);
+  auto listed = (*b)->ReadDir(ctx_, "/data/b", {});
+  ASSERT_TRUE(listed.ok()) << listed.status().ToString();
+  EXPECT_EQ(listed->entries.size(), 3u);  // pipe, tty, y
 }
 
 TEST_P(FabricTest, AVanishedSpokeDelaysHubWritesOnlyUntilItsLeaseEnds) {

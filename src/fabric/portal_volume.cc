@@ -208,6 +208,9 @@ class PortalVolumeImpl final : public PortalVolume, private DataStore {
 
   Result<ReadDirPage> ReadDir(const RequestContext&, const std::string& path,
                               const ReadDirOptions& opts) override {
+    if (opts.include_removed) {
+      return Unimplemented("a spoke lists current names only; removed ones are listed at the hub");
+    }
     WEFT_ASSIGN_OR_RETURN(Mapped m, paths_.Map(path));
     if (m.virtual_dir) return paths_.VirtualListing(m.local, opts);
     ReadDirPage page;

@@ -348,6 +348,14 @@ class LocalVolume final : public Volume {
   Result<uint64_t> ResolveDirForWrite(Txn* txn, const std::vector<std::string>& segments,
                                       bool create_parents, const RequestContext& ctx);
   Result<FileInfo> InfoOfLive(const std::string& path);
+  // Makes `version` (an older entry of ListVersions) the current content of parent/name
+  // again, in place of the inode current_ino (0: the name is absent).
+  Status RestoreVersion(Txn* t, KvReader* snap, uint64_t parent, const std::string& name,
+                        const std::string& canonical, const VersionInfo& version,
+                        uint64_t current_ino);
+  // DeleteVersion of a delete marker ("delete.<seq>").
+  Status DeleteMarker(const RequestContext& ctx, const ParentAndName& pn,
+                      const std::string& canonical, const std::string& version_id);
   // Creates an entry without content (a symlink, a special file) for `inode`.
   Result<FileInfo> CreateEntry(const RequestContext& ctx, std::string op, const std::string& path,
                                std::string detail, Inode inode);
@@ -1380,6 +1388,8 @@ Result<std::vector<VersionInfo>> LocalVolume::ListVersions(const RequestContext&
   struct Interval {
     uint64_t begin, end;
     Dirent dirent;
+    int64_t end_time_ns = 0;
+    bool marker_removed = false;  // DeleteVersion removed the delete marker at `end`
   };
   std::vector<Interval> names;
   WEFT_ASSIGN_OR_RETURN(auto cur, snap->Get(schema::DirentKey(parent.ino, pn.name)));
@@ -1387,13 +1397,14 @@ Result<std::vector<VersionInfo>> LocalVolume::ListVersions(const RequestContext&
     WEFT_ASSIGN_OR_RETURN(auto d, schema::DecodeDirent(*cur));
     names.push_back({d.seq_begin, NamespaceView::kLive, d.value});
   }
-  WEFT_RETURN_IF_ERROR(
-      ForEachWithPrefix(snap.get(), schema::DirentHistoryNamePrefix(parent.ino, pn.name),
-                        [&](std::string_view, std::string_view value) -> Status {
-                          WEFT_ASSIGN_OR_RETURN(auto h, schema::DecodeDirentHistory(value));
-                          names.push_back({h.seq_begin, h.seq_end, h.value});
-                          return OkStatus();
-                        }));
+  WEFT_RETURN_IF_ERROR(ForEachWithPrefix(
+      snap.get(), schema::DirentHistoryNamePrefix(parent.ino, pn.name),
+      [&](std::string_view key, std::string_view value) -> Status {
+        WEFT_ASSIGN_OR_RETURN(auto h, schema::DecodeDirentHistory(value));
+        WEFT_ASSIGN_OR_RETURN(auto removed, snap->Get(schema::RemovedMarkerKeyOf(key)));
+        names.push_back({h.seq_begin, h.seq_end, h.value, h.end_time_ns, removed.has_value()});
+        return OkStatus();
+      }));
   if (names.empty()) return NotFound(path + ": no such file and no retained versions");
 
   // A version is ordered by when it became this path's content: the later of the name
@@ -1404,9 +1415,10 @@ Result<std::vector<VersionInfo>> LocalVolume::ListVersions(const RequestContext&
   std::set<uint64_t> interval_begins;
   for (const Interval& n : names) interval_begins.insert(n.begin);
   for (const Interval& n : names) {
-    if (n.end != NamespaceView::kLive && !interval_begins.count(n.end)) {
+    if (n.end != NamespaceView::kLive && !interval_begins.count(n.end) && !n.marker_removed) {
       VersionInfo marker;
       marker.sequence = n.end;
+      marker.mtime_ns = n.end_time_ns;
       marker.is_delete_marker = true;
       marker.version_id = "delete." + std::to_string(n.end);
       out.push_back(marker);
@@ -1454,10 +1466,7 @@ Status LocalVolume::DeleteVersion(const RequestContext& ctx, const std::string& 
   const std::vector<std::string> segments = pn.Segments();
   WEFT_RETURN_IF_ERROR(RejectReserved(segments, path));
   const std::string canonical = JoinPath(segments);
-  if (version_id.starts_with("delete.")) {
-    return Unimplemented(canonical + ": delete markers follow from the path's history and " +
-                         "cannot be removed");
-  }
+  if (version_id.starts_with("delete.")) return DeleteMarker(ctx, pn, canonical, version_id);
   uint64_t ino = 0, content_seq = 0;
   if (!schema::ParseVersionId(version_id, &ino, &content_seq)) {
     return InvalidArgument("'" + version_id + "' is not a version id");
@@ -1515,44 +1524,73 @@ Status LocalVolume::DeleteVersion(const RequestContext& ctx, const std::string& 
       t->NoteEntriesChanged(parent);
       return OkStatus();
     }
-    uint64_t prev_ino = 0, prev_seq = 0;
-    if (!schema::ParseVersionId(next->version_id, &prev_ino, &prev_seq)) {
-      return Internal("ListVersions returned a malformed version id " + next->version_id);
+    return RestoreVersion(t, kv_snap.get(), parent, pn.name, canonical, *next, ino);
+  });
+}
+
+Status LocalVolume::RestoreVersion(Txn* t, KvReader* snap, uint64_t parent, const std::string& name,
+                                   const std::string& canonical, const VersionInfo& version,
+                                   uint64_t current_ino) {
+  uint64_t prev_ino = 0, prev_seq = 0;
+  if (!schema::ParseVersionId(version.version_id, &prev_ino, &prev_seq)) {
+    return Internal("ListVersions returned a malformed version id " + version.version_id);
+  }
+  WEFT_ASSIGN_OR_RETURN(auto prev_states, LoadInodeStates(snap, prev_ino));
+  const schema::History<Inode>* latest = nullptr;
+  bool prev_live = false;
+  for (const schema::History<Inode>& st : prev_states) {
+    if (st.seq_end == NamespaceView::kLive) {
+      prev_live = true;
+      continue;
     }
-    WEFT_ASSIGN_OR_RETURN(auto prev_states, LoadInodeStates(kv_snap.get(), prev_ino));
-    const schema::History<Inode>* latest = nullptr;
-    bool prev_live = false;
-    for (const schema::History<Inode>& st : prev_states) {
-      if (st.seq_end == NamespaceView::kLive) {
-        prev_live = true;
-        continue;
-      }
-      if (st.value.type != FileType::kFile || st.value.content_seq != prev_seq) continue;
-      if (latest == nullptr || st.seq_end > latest->seq_end) latest = &st;
-    }
-    if (latest == nullptr) {
-      return Corruption(canonical + ": version " + next->version_id + " has no inode state");
-    }
-    // The previous version becomes current as it was, under its own version id, with the
-    // names the file has now: one (it was not live elsewhere), or this inode's (a file with
-    // several names is refused above).
-    Inode restored = latest->value;
-    restored.ctime_ns = t->now_ns;
-    restored.nlink = 0;
-    if (prev_ino == ino) {
-      t->reader.Put(schema::InodeKey(ino), schema::EncodeInode(t->seq, restored));
-      return OkStatus();
-    }
-    // It belonged to a file that was replaced by a rename onto this path.
-    if (prev_live) {
-      return FailedPrecondition(canonical + ": the previous version " + next->version_id +
-                                " belongs to a file that now lives at another path");
-    }
-    t->reader.Delete(schema::InodeKey(ino));
+    if (st.value.type != FileType::kFile || st.value.content_seq != prev_seq) continue;
+    if (latest == nullptr || st.seq_end > latest->seq_end) latest = &st;
+  }
+  if (latest == nullptr) {
+    return Corruption(canonical + ": version " + version.version_id + " has no inode state");
+  }
+  // The version becomes current as it was, under its own version id, with the names the file
+  // has now: one (it was not live elsewhere), or this inode's (a file with several names is
+  // refused before).
+  Inode restored = latest->value;
+  restored.ctime_ns = t->now_ns;
+  restored.nlink = 0;
+  if (prev_ino == current_ino) {
     t->reader.Put(schema::InodeKey(prev_ino), schema::EncodeInode(t->seq, restored));
-    // The retired entry names an inode without states; keeping it keeps the list free of a
-    // delete marker where none was.
-    return t->PutDirent(parent, pn.name, Dirent{prev_ino, FileType::kFile});
+    return OkStatus();
+  }
+  // It belonged to a file that was replaced by a rename onto this path, or removed from it.
+  if (prev_live) {
+    return FailedPrecondition(canonical + ": the previous version " + version.version_id +
+                              " belongs to a file that now lives at another path");
+  }
+  if (current_ino != 0) t->reader.Delete(schema::InodeKey(current_ino));
+  t->reader.Put(schema::InodeKey(prev_ino), schema::EncodeInode(t->seq, restored));
+  // A retired entry names an inode without states; keeping it keeps the list free of a
+  // delete marker where none was.
+  return t->PutDirent(parent, name, Dirent{prev_ino, FileType::kFile});
+}
+
+// A delete marker is the end of one of the name's history records. Removing it hides the
+// marker (the record stays: it holds the version before it, and what snapshots read); if it
+// was the newest entry, the path was absent, and the version before it is current again.
+Status LocalVolume::DeleteMarker(const RequestContext& ctx, const ParentAndName& pn,
+                                 const std::string& canonical, const std::string& version_id) {
+  return Mutate(ctx, "delete-version", canonical, version_id, [&](Txn* t) -> Status {
+    WEFT_ASSIGN_OR_RETURN(std::vector<VersionInfo> versions, ListVersions(ctx, canonical));
+    auto it = std::find_if(versions.begin(), versions.end(), [&](const VersionInfo& v) {
+      return v.version_id == version_id && v.is_delete_marker;
+    });
+    if (it == versions.end()) return NotFound(canonical + ": no delete marker " + version_id);
+    WEFT_ASSIGN_OR_RETURN(uint64_t parent, ResolveDirForWrite(t, pn.parent, false, ctx));
+    t->reader.Put(schema::RemovedMarkerKey(parent, pn.name, it->sequence), "");
+    if (it != versions.begin()) return OkStatus();
+    auto next = it + 1;
+    if (next == versions.end() || next->is_delete_marker) return OkStatus();
+    WEFT_ASSIGN_OR_RETURN(auto current, t->GetDirent(parent, pn.name));
+    if (current) return OkStatus();  // not absent after all (a directory or symlink)
+    auto kv_snap = kv_->NewSnapshot();
+    return RestoreVersion(t, kv_snap.get(), parent, pn.name, canonical, *next, 0);
   });
 }
 
@@ -1677,6 +1715,7 @@ Result<GcReport> LocalVolume::CollectGarbage(const RequestContext&, const GcOpti
           if (h.value.type == FileType::kFile) keep_all.insert(h.value.ino);
         } else if (!retained(h.seq_begin, h.seq_end, h.end_time_ns)) {
           batch.Delete(key);
+          batch.Delete(schema::RemovedMarkerKeyOf(key));  // if its marker was removed
         }
         return OkStatus();
       }));

@@ -1319,14 +1319,96 @@ TEST_F(LocalVolumeTest, DeleteCurrentVersionBehindADeleteMarkerRemovesThePath) {
   ASSERT_EQ(versions->size(), 2u);
   EXPECT_TRUE((*versions)[0].is_delete_marker);
   EXPECT_EQ((*versions)[1].version_id, v1->version_id);
-  EXPECT_EQ(vol_->DeleteVersion(ctx_, "/f", (*versions)[0].version_id).code(),
-            StatusCode::kUnimplemented);
   // A non-current version of a deleted path can still go.
   ASSERT_TRUE(vol_->DeleteVersion(ctx_, "/f", v1->version_id).ok());
   EXPECT_EQ(vol_->OpenVersion(ctx_, "/f", v1->version_id).status().code(), StatusCode::kNotFound);
   auto fsck = vol_->Fsck(ctx_);
   ASSERT_TRUE(fsck.ok());
   EXPECT_TRUE(fsck->problems.empty());
+}
+
+TEST_F(LocalVolumeTest, DeletingTheNewestDeleteMarkerRestoresTheVersionBeforeIt) {
+  ASSERT_TRUE(vol_->Mkdir(ctx_, "/d", 0755, false).ok());
+  auto v1 = WriteFile(vol_.get(), "/d/f", "one");
+  ASSERT_TRUE(v1.ok());
+  clock_.AdvanceNanos(5'000'000'000);
+  const int64_t deleted_at = clock_.NowNanos();
+  ASSERT_TRUE(vol_->Unlink(ctx_, "/d/f").ok());
+  auto versions = vol_->ListVersions(ctx_, "/d/f");
+  ASSERT_TRUE(versions.ok());
+  ASSERT_EQ(versions->size(), 2u);
+  const VersionInfo marker = (*versions)[0];
+  ASSERT_TRUE(marker.is_delete_marker);
+  EXPECT_EQ(marker.mtime_ns, deleted_at);  // a marker is dated by its delete
+  EXPECT_LT((*versions)[1].mtime_ns, deleted_at);
+  auto snap = vol_->CreateSnapshot(ctx_, "deleted");
+  ASSERT_TRUE(snap.ok());
+
+  ASSERT_TRUE(vol_->DeleteVersion(ctx_, "/d/f", marker.version_id).ok());
+  // The object is back, as it was, under its own version id; the marker is gone.
+  auto info = vol_->Stat(ctx_, "/d/f");
+  ASSERT_TRUE(info.ok());
+  EXPECT_EQ(info->version_id, v1->version_id);
+  EXPECT_EQ(*ReadFile(vol_.get(), "/d/f"), "one");
+  versions = vol_->ListVersions(ctx_, "/d/f");
+  ASSERT_EQ(versions->size(), 1u);
+  EXPECT_TRUE((*versions)[0].is_current);
+  EXPECT_EQ(vol_->DeleteVersion(ctx_, "/d/f", marker.version_id).code(), StatusCode::kNotFound);
+  // The snapshot taken while it was deleted still reads it deleted.
+  ReadOptions as_of;
+  as_of.snapshot = "deleted";
+  EXPECT_EQ(vol_->Stat(ctx_, "/d/f", as_of).status().code(), StatusCode::kNotFound);
+  auto fsck = vol_->Fsck(ctx_);
+  ASSERT_TRUE(fsck.ok());
+  EXPECT_TRUE(fsck->problems.empty());
+}
+
+TEST_F(LocalVolumeTest, DeletingAnOlderDeleteMarkerOnlyHidesIt) {
+  auto v1 = WriteFile(vol_.get(), "/f", "one");
+  ASSERT_TRUE(vol_->Unlink(ctx_, "/f").ok());
+  auto v2 = WriteFile(vol_.get(), "/f", "two");
+  ASSERT_TRUE(v1.ok() && v2.ok());
+  auto versions = vol_->ListVersions(ctx_, "/f");
+  ASSERT_EQ(versions->size(), 3u);
+  ASSERT_TRUE((*versions)[1].is_delete_marker);
+  ASSERT_TRUE(vol_->DeleteVersion(ctx_, "/f", (*versions)[1].version_id).ok());
+  versions = vol_->ListVersions(ctx_, "/f");
+  ASSERT_EQ(versions->size(), 2u);
+  EXPECT_EQ((*versions)[0].version_id, v2->version_id);
+  EXPECT_EQ((*versions)[1].version_id, v1->version_id);
+  EXPECT_EQ(*ReadFile(vol_.get(), "/f"), "two");
+}
+
+TEST_F(LocalVolumeTest, ReadDirCanIncludeRemovedNamesWithVersions) {
+  ASSERT_TRUE(vol_->Mkdir(ctx_, "/d", 0755, false).ok());
+  for (const char* name : {"/d/a", "/d/b", "/d/c", "/d/e"}) {
+    ASSERT_TRUE(WriteFile(vol_.get(), name, name).ok());
+  }
+  ASSERT_TRUE(vol_->Unlink(ctx_, "/d/b").ok());
+  ASSERT_TRUE(vol_->Unlink(ctx_, "/d/e").ok());
+  ASSERT_TRUE(vol_->Unlink(ctx_, "/d/c").ok());
+  ASSERT_TRUE(WriteFile(vol_.get(), "/d/c", "again").ok());
+  auto names = [&](ReadDirOptions opts) {
+    std::vector<std::string> out;
+    auto page = vol_->ReadDir(ctx_, "/d", opts);
+    EXPECT_TRUE(page.ok());
+    for (const DirEntry& e : page->entries) out.push_back(e.name + (e.removed ? "-" : ""));
+    if (page->truncated) out.push_back("...");
+    return out;
+  };
+  ReadDirOptions opts;
+  EXPECT_EQ(names(opts), (std::vector<std::string>{"a", "c"}));
+  opts.include_removed = true;
+  EXPECT_EQ(names(opts), (std::vector<std::string>{"a", "b-", "c", "e-"}));
+  opts.limit = 2;
+  EXPECT_EQ(names(opts), (std::vector<std::string>{"a", "b-", "..."}));
+  opts.start_after = "b";
+  EXPECT_EQ(names(opts), (std::vector<std::string>{"c", "e-"}));
+  opts.with_info = true;
+  auto page = vol_->ReadDir(ctx_, "/d", opts);
+  ASSERT_TRUE(page.ok());
+  EXPECT_TRUE(page->entries[0].info.has_value());
+  EXPECT_FALSE(page->entries[1].info.has_value());
 }
 
 TEST_F(LocalVolumeTest, DeleteCurrentVersionRestoresAFileReplacedByRename) {

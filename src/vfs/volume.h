@@ -117,6 +117,9 @@ struct DirEntry {
   FileType type = FileType::kFile;
   uint64_t inode = 0;
   std::optional<FileInfo> info;  // filled when ReadDirOptions::with_info
+  // The name has no current entry, only retained versions (ReadDirOptions::include_removed);
+  // `type` and `inode` are what it last named, and `info` is never filled.
+  bool removed = false;
 };
 
 struct ReadOptions {
@@ -129,6 +132,10 @@ struct ReadDirOptions {
   std::string start_after;  // return names strictly greater than this
   uint32_t limit = 1000;    // at most this many entries (1..100000)
   bool with_info = false;
+  // Also names that were removed but whose versions are retained (ListVersions still lists
+  // them), marked `removed`, in name order among the others. Live listings only; volumes
+  // that cannot tell (a spoke) answer Unimplemented.
+  bool include_removed = false;
 };
 
 struct ReadDirPage {
@@ -431,8 +438,9 @@ class Volume {
   // sequence falls inside its lifetime (the snapshot still reads it). Removing the current
   // version makes the next older entry of ListVersions current again: a content version is
   // restored with its version id, while a delete marker (or nothing) leaves the path removed,
-  // as S3 does. NotFound for a version id the path does not have; delete markers cannot be
-  // removed (Unimplemented).
+  // as S3 does. NotFound for a version id the path does not have. Removing a delete marker
+  // hides it from ListVersions (the history behind it stays, for snapshots); if it was the
+  // newest entry, the content version before it becomes current again, under its own id.
   virtual Status DeleteVersion(const RequestContext& ctx, const std::string& path,
                                const std::string& version_id) = 0;
 

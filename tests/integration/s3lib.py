@@ -170,6 +170,31 @@ class S3TestCase(WeftTestCase):
                           signature_version="s3v4",
                           **config))
 
+    def admin(self, *args, secret=ROOT_SECRET, check=True):
+        """Runs `weft --server URL ARGS` with root's key in the environment."""
+        env = {k: v for k, v in os.environ.items()
+               if k not in ("WEFT_ACCESS_KEY", "WEFT_SECRET_KEY", "WEFT_SERVER")}
+        env.update({"WEFT_ROOT_ACCESS_KEY": ROOT_ACCESS, "WEFT_ROOT_SECRET_KEY": secret})
+        cmd = [self.bin, "--server", self.hub.url, *args]
+        proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              timeout=60)
+        if check and proc.returncode != 0:
+            self.fail(f"{' '.join(cmd)} exited {proc.returncode}: "
+                      f"{proc.stderr.decode(errors='replace').strip()}")
+        return proc
+
+    def admin_json(self, *args):
+        return json.loads(self.admin("--json", *args).stdout)
+
+    def user_client(self, name, *rules):
+        """A new user `name` with a key and the given (path, "read,write,...") rules, as a
+        boto3 client."""
+        self.admin("user", "create", name)
+        key = self.admin_json("key", "create", name)
+        for path, perms in rules:
+            self.admin("rule", "add", "user:" + name, path, perms)
+        return self.boto3(key["access_key_id"], key["secret_access_key"])
+
     def run_tool(self, cmd, env=None, check=True, timeout=600, input=None):
         proc = subprocess.run(cmd, env=env or self.client_env(), stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, timeout=timeout, input=input)

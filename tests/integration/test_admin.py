@@ -2,14 +2,12 @@
 environment) and on the data directory itself, checked end to end: what the commands create is
 what S3 requests signed with the new key may and may not do."""
 
-import json
-import os
 import subprocess
 import unittest
 
 from botocore.exceptions import ClientError
 
-from s3lib import ROOT_ACCESS, ROOT_SECRET, S3TestCase
+from s3lib import S3TestCase
 
 
 def error_code(ctx):
@@ -17,22 +15,6 @@ def error_code(ctx):
 
 
 class AdminCommands(S3TestCase):
-
-    def admin(self, *args, secret=ROOT_SECRET, check=True):
-        """Runs `weft --server URL ARGS` with root's key in the environment."""
-        env = {k: v for k, v in os.environ.items()
-               if k not in ("WEFT_ACCESS_KEY", "WEFT_SECRET_KEY", "WEFT_SERVER")}
-        env.update({"WEFT_ROOT_ACCESS_KEY": ROOT_ACCESS, "WEFT_ROOT_SECRET_KEY": secret})
-        cmd = [self.bin, "--server", self.hub.url, *args]
-        proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              timeout=60)
-        if check and proc.returncode != 0:
-            self.fail(f"{' '.join(cmd)} exited {proc.returncode}: "
-                      f"{proc.stderr.decode(errors='replace').strip()}")
-        return proc
-
-    def admin_json(self, *args):
-        return json.loads(self.admin("--json", *args).stdout)
 
     def make_alice(self):
         """User alice with a key and read/write/list on /data/alice/; returns (key, rule)."""

@@ -11,6 +11,7 @@
 #include "frontends/s3/request.h"
 #include "frontends/s3/s3_error.h"
 #include "frontends/s3/s3_frontend.h"
+#include "frontends/s3/versions.h"
 #include "frontends/s3/xml.h"
 
 namespace weft::s3 {
@@ -18,6 +19,10 @@ namespace weft::s3 {
 // Attribute names under which S3 object and bucket settings are stored in the engine.
 inline constexpr std::string_view kAttrMetaPrefix = "s3.meta.";
 inline constexpr std::string_view kAttrVersioning = "s3.versioning";
+// When each versioning state began (versions.h).
+inline constexpr std::string_view kAttrVersioningLog = "s3.versioning-log";
+// The principal that created the bucket.
+inline constexpr std::string_view kAttrOwner = "s3.owner";
 inline constexpr std::string_view kAttrKeepVersions = "weft.keep-versions";
 
 // A copy source ("/bucket/key?versionId=..."), validated and authorised at the edge.
@@ -65,12 +70,13 @@ class S3Frontend::Call {
   void ListParts();
   void ListMultipartUploads();
 
-  void SendError(const S3Error& error);
+  void SendError(const S3Error& error, std::vector<net::HttpHeader> headers = {});
   void SendStatus(const Status& status, Missing missing = Missing::kKey) {
     SendError(ErrorFromStatus(status, missing));
   }
   // With `stale`, RFC 7234's "Warning: 110" (a --stale-ok spoke answered from old metadata).
-  void SendXml(int http_status, const std::string& xml, bool stale = false);
+  void SendXml(int http_status, const std::string& xml, bool stale = false,
+               std::vector<net::HttpHeader> headers = {});
   void SendEmpty(int http_status, std::vector<net::HttpHeader> headers = {});
 
   S3Request& request() { return request_; }
@@ -82,8 +88,30 @@ class S3Frontend::Call {
   int64_t now_ns() { return frontend_.options_.clock->NowNanos(); }
   // The bucket must exist (NoSuchBucket otherwise); returns its directory info.
   Result<FileInfo> StatBucket(const std::string& bucket);
+  // Whether versioning was ever configured (Enabled or Suspended) on the bucket.
   bool VersioningOn(const FileInfo& bucket) const;
+  // A key's versions as S3 shows them, newest first.
+  Result<std::vector<S3Version>> S3VersionsOf(const FileInfo& bucket, const std::string& path);
+  // The Weft version S3's `id` names ("null" included); NoSuchVersion when none.
+  Result<S3Version> FindS3Version(const FileInfo& bucket, const std::string& path,
+                                  const std::string& id);
+  struct Deleted {
+    bool delete_marker = false;     // a delete marker was made or removed
+    std::optional<std::string> id;  // S3's id of the version made or removed
+  };
+  // DeleteObject and each key of DeleteObjects: the key, or one of its versions.
+  Result<Deleted> DeleteKey(const FileInfo& bucket, const std::string& key,
+                            const std::optional<std::string>& version);
   Result<ObjectRef> ResolveObject(const std::string& bucket, const std::string& key);
+  // A copy source opened for reading: its bucket, where it lives, and a reader of the
+  // version it names (S3's "null" included). Errors carry their S3 code.
+  struct Source {
+    FileInfo bucket;
+    ObjectRef ref;
+    std::unique_ptr<FileReader> reader;
+    std::optional<std::string> version_id;  // S3's id, when the source bucket is versioned
+  };
+  Result<Source> OpenSource(const CopySource& source);
   // Object attributes from request headers (Content-Type, x-amz-meta-*, ...).
   Result<Attributes> AttributesFromHeaders();
   // Streams the request payload into `writer`; aborts it on any error.

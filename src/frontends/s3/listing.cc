@@ -84,7 +84,13 @@ Status KeyWalker::Refill(Frame& frame) {
   opts.start_after = frame.read_after;
   opts.limit = kPageSize;
   opts.with_info = true;
+  opts.include_removed = options_.include_removed;
   auto page = volume_.ReadDir(ctx_, frame.dir_path, opts);
+  if (!page.ok() && page.status().code() == StatusCode::kUnimplemented && opts.include_removed) {
+    options_.include_removed = false;
+    opts.include_removed = false;
+    page = volume_.ReadDir(ctx_, frame.dir_path, opts);
+  }
   if (!page.ok()) {
     if (page.status().code() == StatusCode::kNotFound ||
         page.status().code() == StatusCode::kNotADirectory) {

@@ -31,6 +31,9 @@ class KeyWalker {
     std::string start_after;              // only keys greater than this
     // Keys starting with this are skipped (a continuation after a common prefix).
     std::string skip_prefix;
+    // Also keys that were deleted but whose versions are retained (ListObjectVersions);
+    // where the volume cannot list them (a spoke), current keys only.
+    bool include_removed = false;
   };
   KeyWalker(Volume& volume, RequestContext ctx, Options options);
 

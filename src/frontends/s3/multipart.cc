@@ -135,14 +135,10 @@ void S3Frontend::Call::UploadPart(const std::optional<CopySource>& copy_source) 
 
   // UploadPartCopy: the bytes of a range of another object (copied, so the part's MD5 is
   // known for the final ETag).
-  std::string source_path = copy_source->VolumePath();
-  auto reader = copy_source->version_id
-                    ? volume().OpenVersion(ctx_, source_path, *copy_source->version_id)
-                    : volume().OpenReader(ctx_, source_path);
-  if (!reader.ok()) {
-    return SendStatus(reader.status(), copy_source->version_id ? Missing::kVersion : Missing::kKey);
-  }
-  uint64_t size = (*reader)->info().size;
+  auto opened = OpenSource(*copy_source);
+  if (!opened.ok()) return SendStatus(opened.status());
+  FileReader& reader = *opened->reader;
+  uint64_t size = reader.info().size;
   uint64_t first = 0;
   uint64_t end = size;
   if (auto range = request_.Header("x-amz-copy-source-range")) {
@@ -163,7 +159,7 @@ void S3Frontend::Call::UploadPart(const std::optional<CopySource>& copy_source) 
   auto writer = volume().OpenWriter(ctx_, part_path, WriteOptions{});
   if (!writer.ok()) return SendStatus(writer.status());
   for (uint64_t offset = first; offset < end;) {
-    auto data = (*reader)->ReadAt(offset, std::min<uint64_t>(1 << 20, end - offset));
+    auto data = reader.ReadAt(offset, std::min<uint64_t>(1 << 20, end - offset));
     if (!data.ok()) return SendStatus(data.status());
     if (data->empty()) break;
     Status written = (*writer)->Write(AsBytes(*data));
@@ -258,7 +254,13 @@ void S3Frontend::Call::CompleteMultipartUpload() {
   xml.Element("Key", request_.key);
   xml.Element("ETag", QuoteEtag(info->etag));
   xml.Close("CompleteMultipartUploadResult");
-  SendXml(200, xml.Finish());
+  std::vector<net::HttpHeader> headers;
+  if (auto bucket = StatBucket(request_.bucket);
+      bucket.ok() &&
+      VersioningLog::FromAttributes(bucket->attributes).Now() == Versioning::kEnabled) {
+    headers.push_back({"x-amz-version-id", info->version_id});
+  }
+  SendXml(200, xml.Finish(), false, std::move(headers));
 }
 
 void S3Frontend::Call::AbortMultipartUpload() {

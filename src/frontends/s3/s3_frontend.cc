@@ -32,6 +32,9 @@ struct Route {
   uint8_t needed = 0;          // auth::Permission bits
   std::string resource;        // the path authorised
   bool authenticated = false;  // refuse anonymous callers outright (ListBuckets)
+  // The request names a bucket that must exist: a caller refused access to a bucket that does
+  // not exist is told NoSuchBucket, as S3 does (not CreateBucket, not ListBuckets).
+  bool bucket_must_exist = false;
 };
 
 Result<CopySource> ParseCopySource(std::string_view header) {
@@ -150,9 +153,10 @@ void WriteCommonPrefixes(XmlWriter& xml, const std::vector<std::string>& prefixe
 
 // An S3 error response; HEAD gets the status and headers only, as S3 sends it.
 void SendS3Error(net::ResponseWriter& response, bool head, const S3Error& error,
-                 std::string_view resource, std::string_view request_id) {
-  std::vector<net::HttpHeader> headers = {{"Content-Type", "application/xml"},
-                                          {"x-amz-request-id", std::string(request_id)}};
+                 std::string_view resource, std::string_view request_id,
+                 std::vector<net::HttpHeader> headers = {}) {
+  headers.push_back({"Content-Type", "application/xml"});
+  headers.push_back({"x-amz-request-id", std::string(request_id)});
   if (head) {
     (void)response.Start(error.http_status, headers, 0);
     (void)response.Finish();
@@ -236,6 +240,38 @@ void S3Frontend::HandleProtocolError(int status, std::string_view code, std::str
 
 namespace {
 
+// The query parameters some operation reads (response-* and X-Amz-* aside).
+bool IsKnownParameter(std::string_view name) {
+  static constexpr std::array<std::string_view, 26> kKnown = {"continuation-token",
+                                                              "delete",
+                                                              "delimiter",
+                                                              "encoding-type",
+                                                              "fetch-owner",
+                                                              "key-marker",
+                                                              "list-type",
+                                                              "location",
+                                                              "marker",
+                                                              "max-keys",
+                                                              "max-parts",
+                                                              "max-uploads",
+                                                              "part-number-marker",
+                                                              "partNumber",
+                                                              "prefix",
+                                                              "start-after",
+                                                              "upload-id-marker",
+                                                              "uploadId",
+                                                              "uploads",
+                                                              "version-id-marker",
+                                                              "versionId",
+                                                              "versioning",
+                                                              "versions",
+                                                              "x-id",
+                                                              "max-buckets",
+                                                              "bucket-region"};
+  if (name.starts_with("response-") || name.starts_with("X-Amz-")) return true;
+  return std::find(kKnown.begin(), kKnown.end(), name) != kKnown.end();
+}
+
 // Decides handler, permission and resource for a parsed request. Anything not listed here is
 // NotImplemented, never silently served by a neighbour.
 Result<Route> RouteRequest(const S3Request& r, std::optional<CopySource>* copy_source) {
@@ -274,6 +310,15 @@ Result<Route> RouteRequest(const S3Request& r, std::optional<CopySource>* copy_s
                            " subresource is not supported by Weft");
     }
   }
+  // Any other subresource (a parameter without a value, such as ?policyStatus) must not fall
+  // through to the plain operation on the same path: a client would take a listing for an
+  // answer. Unknown parameters with values are ignored, as S3 ignores them.
+  for (const sigv4::QueryParam& param : r.query) {
+    if (param.value.empty() && !IsKnownParameter(param.name)) {
+      return Unimplemented("NotImplemented: the ?" + param.name +
+                           " subresource is not supported by Weft");
+    }
+  }
   if (r.bucket.empty()) {
     if (m != "GET") return Status(StatusCode::kUnimplemented, "MethodNotAllowed: use GET on /");
     route.run = [](C& c) { c.ListBuckets(); };
@@ -281,6 +326,7 @@ Result<Route> RouteRequest(const S3Request& r, std::optional<CopySource>* copy_s
     route.authenticated = true;
     return route;
   }
+  route.bucket_must_exist = true;
   if (r.key.empty()) {
     route.resource = bucket_path;
     if (m == "PUT" && r.HasQuery("versioning")) {
@@ -289,6 +335,7 @@ Result<Route> RouteRequest(const S3Request& r, std::optional<CopySource>* copy_s
     } else if (m == "PUT") {
       route.run = [](C& c) { c.CreateBucket(); };
       route.needed = auth::kWrite;
+      route.bucket_must_exist = false;
     } else if (m == "GET" && r.HasQuery("versioning")) {
       route.run = [](C& c) { c.GetBucketVersioning(); };
       route.needed = auth::kList;
@@ -362,6 +409,15 @@ Result<Route> RouteRequest(const S3Request& r, std::optional<CopySource>* copy_s
 
 }  // namespace
 
+bool S3Frontend::BucketExists(const std::string& bucket) {
+  RequestContext ctx;
+  ctx.principal = std::string(auth::kAnonymous);
+  ctx.protocol = "s3";
+  auto info = volume_.Stat(ctx, "/" + bucket);
+  return info.ok() ? info->type == FileType::kDirectory
+                   : info.status().code() != StatusCode::kNotFound;
+}
+
 void S3Frontend::Handle(const net::HttpRequest& http, net::BodyReader& body,
                         net::ResponseWriter& response) {
   char id[24];
@@ -395,7 +451,12 @@ void S3Frontend::Handle(const net::HttpRequest& http, net::BodyReader& body,
   }
   if (route->needed != 0) {
     Status allowed = identities_.Authorize(principal, route->needed, route->resource);
-    if (!allowed.ok()) return fail(allowed, request.path);
+    if (!allowed.ok()) {
+      if (route->bucket_must_exist && !BucketExists(request.bucket)) {
+        return fail(NotFound("NoSuchBucket: The specified bucket does not exist"), request.path);
+      }
+      return fail(allowed, request.path);
+    }
   }
   if (copy_source) {
     Status allowed = identities_.Authorize(principal, auth::kRead, copy_source->VolumePath());
@@ -428,13 +489,15 @@ S3Frontend::Call::Call(S3Frontend& frontend, S3Request request, Identity identit
   ctx_.protocol = "s3";
 }
 
-void S3Frontend::Call::SendError(const S3Error& error) {
-  SendS3Error(response_, request_.method == "HEAD", error, request_.path, request_id_);
+void S3Frontend::Call::SendError(const S3Error& error, std::vector<net::HttpHeader> headers) {
+  SendS3Error(response_, request_.method == "HEAD", error, request_.path, request_id_,
+              std::move(headers));
 }
 
-void S3Frontend::Call::SendXml(int http_status, const std::string& xml, bool stale) {
-  std::vector<net::HttpHeader> headers = {{"Content-Type", "application/xml"},
-                                          {"x-amz-request-id", request_id_}};
+void S3Frontend::Call::SendXml(int http_status, const std::string& xml, bool stale,
+                               std::vector<net::HttpHeader> headers) {
+  headers.push_back({"Content-Type", "application/xml"});
+  headers.push_back({"x-amz-request-id", request_id_});
   if (stale) headers.push_back({"Warning", kStaleWarning});
   (void)response_.Send(http_status, headers, xml);
 }
@@ -464,6 +527,91 @@ bool S3Frontend::Call::VersioningOn(const FileInfo& bucket) const {
   return it != bucket.attributes.end();
 }
 
+Result<std::vector<S3Version>> S3Frontend::Call::S3VersionsOf(const FileInfo& bucket,
+                                                              const std::string& path) {
+  WEFT_ASSIGN_OR_RETURN(std::vector<VersionInfo> versions, volume().ListVersions(ctx_, path));
+  return S3Versions(versions, VersioningLog::FromAttributes(bucket.attributes));
+}
+
+Result<S3Version> S3Frontend::Call::FindS3Version(const FileInfo& bucket, const std::string& path,
+                                                  const std::string& id) {
+  auto versions = S3VersionsOf(bucket, path);
+  if (!versions.ok()) {
+    const StatusCode code = versions.status().code();
+    if (code == StatusCode::kNotFound || code == StatusCode::kNotADirectory ||
+        code == StatusCode::kIsADirectory) {
+      return NotFound("NoSuchVersion: The specified version does not exist");
+    }
+    return versions.status();
+  }
+  for (S3Version& v : *versions) {
+    if (v.id == id) return std::move(v);
+  }
+  return NotFound("NoSuchVersion: The specified version does not exist");
+}
+
+Result<S3Frontend::Call::Deleted> S3Frontend::Call::DeleteKey(
+    const FileInfo& bucket, const std::string& key, const std::optional<std::string>& version) {
+  std::string path = "/" + request_.bucket + "/" + key;
+  const VersioningLog log = VersioningLog::FromAttributes(bucket.attributes);
+  Deleted deleted;
+  if (version) {
+    deleted.id = *version;
+    if (*version == kNullVersion) {
+      // S3's null version, and the older null writes it replaced, which Weft still holds and
+      // which would otherwise come back as "null" once it is gone.
+      auto all = volume().ListVersions(ctx_, path);
+      if (!all.ok()) {
+        if (all.status().code() == StatusCode::kNotFound) return deleted;  // nothing: no-op
+        return all.status();
+      }
+      const std::vector<S3Version> shown = S3Versions(*all, log);
+      auto visible = std::find_if(shown.begin(), shown.end(),
+                                  [](const S3Version& v) { return v.id == kNullVersion; });
+      if (visible == shown.end()) return deleted;
+      for (const VersionInfo& hidden : NullVersions(*all, log)) {
+        if (hidden.version_id == visible->weft_id) continue;
+        (void)volume().DeleteVersion(ctx_, path, hidden.version_id);  // best effort
+      }
+      deleted.delete_marker = visible->info.is_delete_marker;
+      WEFT_RETURN_IF_ERROR(volume().DeleteVersion(ctx_, path, visible->weft_id));
+    } else {
+      Status done = volume().DeleteVersion(ctx_, path, *version);
+      if (done.code() == StatusCode::kInvalidArgument) {
+        return NotFound("NoSuchVersion: The specified version does not exist");
+      }
+      WEFT_RETURN_IF_ERROR(done);
+      deleted.delete_marker = version->starts_with("delete.");
+    }
+    PruneEmptyParents(bucket, path);
+    return deleted;
+  }
+  Status done;
+  if (key.ends_with('/')) {
+    path.pop_back();
+    done = volume().Rmdir(ctx_, path);
+  } else {
+    done = volume().Unlink(ctx_, path);
+  }
+  // Deleting what is not there succeeds in S3; so does deleting a key below a file.
+  if (!done.ok() && done.code() != StatusCode::kNotFound &&
+      done.code() != StatusCode::kNotADirectory && done.code() != StatusCode::kIsADirectory) {
+    return done;
+  }
+  PruneEmptyParents(bucket, path);
+  if (done.ok() && log.Now() != Versioning::kOff) {
+    // The delete left a marker: name it as S3 does.
+    deleted.delete_marker = true;
+    if (log.Now() == Versioning::kSuspended) {
+      deleted.id = std::string(kNullVersion);
+    } else if (auto versions = volume().ListVersions(ctx_, path);
+               versions.ok() && !versions->empty() && versions->front().is_delete_marker) {
+      deleted.id = versions->front().version_id;
+    }
+  }
+  return deleted;
+}
+
 Result<ObjectRef> S3Frontend::Call::ResolveObject(const std::string& bucket,
                                                   const std::string& key) {
   ObjectRef ref;
@@ -483,6 +631,47 @@ Result<ObjectRef> S3Frontend::Call::ResolveObject(const std::string& bucket,
   return ref;
 }
 
+Result<S3Frontend::Call::Source> S3Frontend::Call::OpenSource(const CopySource& source) {
+  Source out;
+  WEFT_ASSIGN_OR_RETURN(out.bucket, StatBucket(source.bucket));
+  WEFT_ASSIGN_OR_RETURN(out.ref, ResolveObject(source.bucket, source.key));
+  std::optional<std::string> weft_version = source.version_id;
+  if (source.version_id &&
+      (*source.version_id == kNullVersion || source.version_id->starts_with("delete."))) {
+    WEFT_ASSIGN_OR_RETURN(S3Version found,
+                          FindS3Version(out.bucket, out.ref.path, *source.version_id));
+    if (found.info.is_delete_marker) {
+      return InvalidArgument(
+          "InvalidRequest: The source of a copy request may not specifically refer to a "
+          "delete marker by version id.");
+    }
+    weft_version = found.weft_id;
+  }
+  auto reader = weft_version ? volume().OpenVersion(ctx_, out.ref.path, *weft_version)
+                             : volume().OpenReader(ctx_, out.ref.path, out.ref.read);
+  if (!reader.ok()) {
+    const StatusCode code = reader.status().code();
+    if (code == StatusCode::kNotFound || code == StatusCode::kIsADirectory ||
+        code == StatusCode::kNotADirectory ||
+        (code == StatusCode::kInvalidArgument && weft_version)) {
+      return NotFound(weft_version ? "NoSuchVersion: The specified version does not exist"
+                                   : "NoSuchKey: The specified key does not exist");
+    }
+    return reader.status();
+  }
+  out.reader = std::move(reader).value();
+  if (out.reader->info().type != FileType::kFile) {
+    return NotFound("NoSuchKey: The specified key does not exist");
+  }
+  if (source.version_id) {
+    out.version_id = source.version_id;
+  } else if (VersioningOn(out.bucket) && !out.ref.in_snapshot) {
+    out.version_id =
+        S3VersionId(out.reader->info(), VersioningLog::FromAttributes(out.bucket.attributes));
+  }
+  return out;
+}
+
 Result<std::unique_ptr<PayloadReader>> S3Frontend::Call::Payload() {
   return PayloadReader::Make(request_, identity_, body_);
 }
@@ -500,8 +689,9 @@ Result<Attributes> S3Frontend::Call::AttributesFromHeaders() {
     } else if (std::find(kStoredHeaders.begin(), kStoredHeaders.end(), name) !=
                kStoredHeaders.end()) {
       std::string value = h.value;
-      if (name == "content-encoding") {
-        // aws-chunked describes this request's framing, not the object.
+      if (name == "content-encoding" && value.find("aws-chunked") != std::string::npos) {
+        // aws-chunked describes this request's framing, not the object; any other value is
+        // kept exactly as sent.
         std::string kept;
         size_t start = 0;
         while (start <= value.size()) {
@@ -604,16 +794,35 @@ void S3Frontend::Call::CreateBucket() {
   // The optional body only names a region; it must still be well-formed.
   auto config = ReadXmlBody("CreateBucketConfiguration", /*optional=*/true);
   if (!config.ok()) return SendStatus(config.status());
-  auto made = volume().Mkdir(ctx_, "/" + request_.bucket, 0755, false);
+  const std::string path = "/" + request_.bucket;
+  auto made = volume().Mkdir(ctx_, path, 0755, false);
   if (!made.ok()) {
-    if (made.status().code() == StatusCode::kAlreadyExists) {
-      return SendError(MakeError("BucketAlreadyOwnedByYou",
-                                 "Your previous request to create the named bucket succeeded "
-                                 "and you already own it."));
+    if (made.status().code() != StatusCode::kAlreadyExists) return SendStatus(made.status());
+    auto existing = volume().Stat(ctx_, path);
+    if (!existing.ok()) return SendStatus(existing.status());
+    auto owner = existing->attributes.find(std::string(kAttrOwner));
+    // A directory made by another front end has no S3 owner: whoever may write it owns it.
+    const bool mine = existing->type == FileType::kDirectory &&
+                      (owner == existing->attributes.end() || owner->second == ctx_.principal);
+    if (!mine) {
+      return SendError(MakeError("BucketAlreadyExists",
+                                 "The requested bucket name is not available. Select a "
+                                 "different name and try again."));
     }
-    return SendStatus(made.status());
+    // us-east-1 answers a repeated create of one's own bucket with success, for old clients.
+    if (frontend_.options_.region == "us-east-1") {
+      return SendEmpty(200, {{"Location", path}});
+    }
+    return SendError(MakeError("BucketAlreadyOwnedByYou",
+                               "Your previous request to create the named bucket succeeded "
+                               "and you already own it."));
   }
-  SendEmpty(200, {{"Location", "/" + request_.bucket}});
+  SetAttrRequest owned;
+  owned.attributes = made->attributes;
+  (*owned.attributes)[std::string(kAttrOwner)] = ctx_.principal;
+  auto set = volume().SetAttr(ctx_, path, owned);
+  if (!set.ok()) return SendStatus(set.status());
+  SendEmpty(200, {{"Location", path}});
 }
 
 void S3Frontend::Call::HeadBucket() {
@@ -672,6 +881,9 @@ void S3Frontend::Call::PutBucketVersioning() {
   }
   Attributes attributes = bucket->attributes;
   attributes[std::string(kAttrVersioning)] = status->text();
+  VersioningLog log = VersioningLog::FromAttributes(bucket->attributes);
+  log.Change(status->text() == "Enabled" ? Versioning::kEnabled : Versioning::kSuspended, now_ns());
+  attributes[std::string(kAttrVersioningLog)] = log.Encode();
   // The engine keeps every version anyway; "Enabled" also stops GC from expiring old ones.
   if (status->text() == "Enabled") {
     attributes[std::string(kAttrKeepVersions)] = "all";
@@ -699,7 +911,7 @@ void S3Frontend::Call::ListObjects(bool v2) {
   opts.prefix = prefix;
   std::string token = request_.Query("continuation-token").value_or("");
   std::string start_after = request_.Query(v2 ? "start-after" : "marker").value_or("");
-  if (v2 && request_.HasQuery("continuation-token")) {
+  if (v2 && !token.empty()) {
     auto decoded = Base64Decode(token);
     if (!decoded || decoded->empty() || ((*decoded)[0] != 'k' && (*decoded)[0] != 'p')) {
       return SendError(MakeError("InvalidArgument", "The continuation token is not valid"));
@@ -747,7 +959,7 @@ void S3Frontend::Call::ListObjects(bool v2) {
     if (!next.ok()) return SendStatus(next.status());
     if (!next->has_value()) break;
     if (count == params->max_keys) {
-      truncated = true;
+      truncated = params->max_keys > 0;  // max-keys=0 asks for nothing, not for a next page
       break;
     }
     count++;
@@ -810,70 +1022,108 @@ void S3Frontend::Call::ListObjectVersions() {
   if (!bucket.ok()) return SendStatus(bucket.status(), Missing::kBucket);
   auto params = ParseListParams(request_);
   if (!params.ok()) return SendStatus(params.status());
-  std::string key_marker = request_.Query("key-marker").value_or("");
+  const std::string key_marker = request_.Query("key-marker").value_or("");
+  const std::string version_marker = request_.Query("version-id-marker").value_or("");
+  if (!version_marker.empty() && key_marker.empty()) {
+    return SendError(MakeError("InvalidArgument",
+                               "A version-id marker cannot be specified without a key marker."));
+  }
   KeyWalker::Options opts;
   opts.bucket = request_.bucket;
   opts.prefix = params->prefix;
   opts.start_after = key_marker;
+  opts.include_removed = true;  // a deleted key's versions are still listed
+  if (!params->delimiter.empty() && key_marker.ends_with(params->delimiter)) {
+    opts.skip_prefix = key_marker;  // the previous page ended on this common prefix
+  }
   KeyWalker walker(volume(), ctx_, opts);
-  RolledUpListing listing(walker, *params, "", "");
+  RolledUpListing listing(walker, *params, "", opts.skip_prefix);
 
-  struct KeyVersions {
+  struct Listed {
     std::string key;
-    std::vector<VersionInfo> versions;
+    S3Version version;
   };
-  std::vector<KeyVersions> keys;
+  std::vector<Listed> listed;
   std::vector<std::string> common_prefixes;
-  int64_t count = 0;  // versions and common prefixes; pages end between keys
+  // Versions and common prefixes both count against max-keys; a page may end inside a key.
+  int64_t count = 0;
   bool truncated = false;
-  std::string next_key;
-  while (true) {
+  std::string next_key, next_version;
+  // Adds `key`'s versions after `after` (all when empty); false once the page is full.
+  auto add = [&](const std::string& key, std::vector<S3Version> versions,
+                 const std::string& after) {
+    size_t i = 0;
+    if (!after.empty()) {
+      auto it = std::find_if(versions.begin(), versions.end(),
+                             [&](const S3Version& v) { return v.id == after; });
+      i = it == versions.end() ? versions.size() : it - versions.begin() + 1;
+    }
+    for (; i < versions.size(); ++i) {
+      if (count >= params->max_keys) {
+        truncated = params->max_keys > 0;
+        return false;
+      }
+      ++count;
+      next_key = key;
+      next_version = versions[i].id;
+      listed.push_back({key, std::move(versions[i])});
+    }
+    return true;
+  };
+  bool full = false;
+  if (!version_marker.empty() && key_marker.starts_with(params->prefix)) {
+    // The rest of the key the previous page ended inside.
+    auto versions = S3VersionsOf(*bucket, "/" + request_.bucket + "/" + key_marker);
+    if (versions.ok()) full = !add(key_marker, std::move(versions).value(), version_marker);
+  }
+  while (!full) {
     auto next = listing.Next();
     if (!next.ok()) return SendStatus(next.status());
     if (!next->has_value()) break;
-    if (count >= params->max_keys) {
-      truncated = true;
-      break;
-    }
     RolledUpListing::Entry& entry = **next;
     if (!entry.common_prefix.empty()) {
+      if (count >= params->max_keys) {
+        truncated = params->max_keys > 0;
+        break;
+      }
+      ++count;
       next_key = entry.common_prefix;
+      next_version.clear();
       common_prefixes.push_back(std::move(entry.common_prefix));
-      count++;
       continue;
     }
-    auto versions = volume().ListVersions(ctx_, "/" + request_.bucket + "/" + entry.key.key);
-    if (!versions.ok()) continue;  // removed while we listed
-    count += static_cast<int64_t>(versions->size());
-    next_key = entry.key.key;
-    keys.push_back({std::move(entry.key.key), std::move(versions).value()});
+    auto versions = S3VersionsOf(*bucket, "/" + request_.bucket + "/" + entry.key.key);
+    if (!versions.ok() || versions->empty()) continue;  // removed while we listed, or hidden
+    full = !add(entry.key.key, std::move(versions).value(), "");
   }
   XmlWriter xml;
   xml.Open("ListVersionsResult", true);
   xml.Element("Name", request_.bucket);
   xml.Element("Prefix", params->Encode(params->prefix));
   xml.Element("KeyMarker", params->Encode(key_marker));
-  xml.Element("VersionIdMarker", request_.Query("version-id-marker").value_or(""));
+  xml.Element("VersionIdMarker", version_marker);
   xml.Element("MaxKeys", std::to_string(params->max_keys));
   if (!params->delimiter.empty()) xml.Element("Delimiter", params->Encode(params->delimiter));
   if (params->url) xml.Element("EncodingType", "url");
   xml.Element("IsTruncated", truncated ? "true" : "false");
-  if (truncated) xml.Element("NextKeyMarker", params->Encode(next_key));
-  for (const KeyVersions& k : keys) {
-    for (const VersionInfo& v : k.versions) {
-      const char* tag = v.is_delete_marker ? "DeleteMarker" : "Version";
-      xml.Open(tag);
-      xml.Element("Key", params->Encode(k.key));
-      xml.Element("VersionId", v.version_id);
-      xml.Element("IsLatest", v.is_current ? "true" : "false");
-      xml.Element("LastModified", FormatIso8601(v.mtime_ns, /*millis=*/true));
-      if (!v.is_delete_marker) {
-        xml.Element("ETag", QuoteEtag(v.etag));
-        xml.Element("Size", std::to_string(v.size));
-        xml.Element("StorageClass", "STANDARD");
-      }
-      xml.Close(tag);
+  if (truncated) {
+    xml.Element("NextKeyMarker", params->Encode(next_key));
+    if (!next_version.empty()) xml.Element("NextVersionIdMarker", next_version);
+  }
+  for (const Listed& item : listed) {
+    const VersionInfo& v = item.version.info;
+    const char* tag = v.is_delete_marker ? "DeleteMarker" : "Version";
+    xml.Open(tag);
+    xml.Element("Key", params->Encode(item.key));
+    xml.Element("VersionId", item.version.id);
+    xml.Element("IsLatest", item.version.is_latest ? "true" : "false");
+    xml.Element("LastModified", FormatIso8601(v.mtime_ns, /*millis=*/true));
+    if (!v.is_delete_marker) {
+      xml.Element("ETag", QuoteEtag(v.etag));
+      xml.Element("Size", std::to_string(v.size));
+      xml.Element("StorageClass", "STANDARD");
     }
+    xml.Close(tag);
   }
   WriteCommonPrefixes(xml, common_prefixes, *params);
   xml.Close("ListVersionsResult");
@@ -896,23 +1146,31 @@ void S3Frontend::Call::DeleteObjects() {
   for (const XmlElement& object : objects) {
     auto key_element = object.Child("Key");
     if (!key_element) return SendError(MakeError("MalformedXML", "an Object has no Key"));
-    std::string key = key_element->text();
+    std::string key = key_element->raw_text();
     std::optional<std::string> version;
     if (auto v = object.Child("VersionId")) version = v->text();
     std::string path = "/" + request_.bucket + "/" + key;
     Status done = ValidateKey(key);
     if (done.ok() && key.empty()) done = InvalidArgument("InvalidArgument: empty key");
     if (done.ok()) done = frontend_.identities_.Authorize(ctx_.principal, auth::kWrite, path);
+    Deleted deleted;
     if (done.ok()) {
-      done = version ? volume().DeleteVersion(ctx_, path, *version) : volume().Unlink(ctx_, path);
-      if (done.code() == StatusCode::kNotFound && !version) done = OkStatus();  // idempotent
-      if (done.ok()) PruneEmptyParents(*bucket, path);
+      auto one = DeleteKey(*bucket, key, version);
+      if (one.ok()) {
+        deleted = *one;
+      } else {
+        done = one.status();
+      }
     }
     if (done.ok()) {
       if (quiet) continue;
       xml.Open("Deleted");
       xml.Element("Key", key);
       if (version) xml.Element("VersionId", *version);
+      if (deleted.delete_marker) {
+        xml.Element("DeleteMarker", "true");
+        if (deleted.id) xml.Element("DeleteMarkerVersionId", *deleted.id);
+      }
       xml.Close("Deleted");
     } else {
       S3Error error = ErrorFromStatus(done, version ? Missing::kVersion : Missing::kKey);
@@ -982,7 +1240,9 @@ void S3Frontend::Call::PutObject() {
     return SendStatus(info.status());
   }
   std::vector<net::HttpHeader> headers = {{"ETag", QuoteEtag(info->etag)}};
-  if (VersioningOn(*bucket)) headers.push_back({"x-amz-version-id", info->version_id});
+  if (VersioningLog::FromAttributes(bucket->attributes).Now() == Versioning::kEnabled) {
+    headers.push_back({"x-amz-version-id", info->version_id});
+  }
   SendEmpty(200, std::move(headers));
 }
 
@@ -1135,22 +1395,52 @@ void S3Frontend::Call::GetObject(bool head) {
   if (!bucket.ok()) return SendStatus(bucket.status(), Missing::kBucket);
   auto ref = ResolveObject(request_.bucket, request_.key);
   if (!ref.ok()) return SendStatus(ref.status());
-  std::optional<std::string> version = request_.Query("versionId");
+  const std::optional<std::string> version = request_.Query("versionId");
+  std::optional<std::string> weft_version = version;
+  if (version && (*version == kNullVersion || version->starts_with("delete."))) {
+    auto found = FindS3Version(*bucket, ref->path, *version);
+    if (!found.ok()) return SendStatus(found.status(), Missing::kVersion);
+    if (found->info.is_delete_marker) {
+      // A delete marker has no content: S3 answers 405 and names the marker.
+      return SendError(MakeError("MethodNotAllowed",
+                                 "The specified method is not allowed against this resource."),
+                       {{"x-amz-delete-marker", "true"},
+                        {"x-amz-version-id", found->id},
+                        {"Last-Modified", HttpDate(found->info.mtime_ns)}});
+    }
+    weft_version = found->weft_id;
+  }
   Result<std::unique_ptr<FileReader>> reader =
-      version ? volume().OpenVersion(ctx_, ref->path, *version)
-              : volume().OpenReader(ctx_, ref->path, ref->read);
+      weft_version ? volume().OpenVersion(ctx_, ref->path, *weft_version)
+                   : volume().OpenReader(ctx_, ref->path, ref->read);
   if (!reader.ok()) {
     Status s = reader.status();
     if (s.code() == StatusCode::kIsADirectory || s.code() == StatusCode::kNotADirectory) {
       s = NotFound("not an object");
     }
     if (s.code() == StatusCode::kInvalidArgument && version) s = NotFound("bad version id");
+    if (s.code() == StatusCode::kNotFound && !version && !ref->in_snapshot &&
+        VersioningOn(*bucket)) {
+      // Removed in a versioned bucket: S3 names the delete marker that hides it.
+      auto versions = S3VersionsOf(*bucket, ref->path);
+      if (versions.ok() && !versions->empty() && versions->front().is_latest &&
+          versions->front().info.is_delete_marker) {
+        return SendError(
+            ErrorFromStatus(s, Missing::kKey),
+            {{"x-amz-delete-marker", "true"}, {"x-amz-version-id", versions->front().id}});
+      }
+    }
     return SendStatus(s, version ? Missing::kVersion : Missing::kKey);
   }
   const FileInfo& info = (*reader)->info();
   if (info.type != FileType::kFile) return SendStatus(NotFound("not an object"));
   std::vector<net::HttpHeader> headers = ObjectHeaders(info);
-  if (VersioningOn(*bucket) || version) headers.push_back({"x-amz-version-id", info.version_id});
+  if (version) {
+    headers.push_back({"x-amz-version-id", *version});
+  } else if (VersioningOn(*bucket) && !ref->in_snapshot) {
+    headers.push_back(
+        {"x-amz-version-id", S3VersionId(info, VersioningLog::FromAttributes(bucket->attributes))});
+  }
   if (int code = CheckConditions(request_, info); code != 0) {
     if (code == 304) {
       std::vector<net::HttpHeader> kept;
@@ -1229,31 +1519,13 @@ void S3Frontend::Call::DeleteObject() {
   if (request_.key.starts_with(".weft/")) {
     return SendError(MakeError("AccessDenied", "keys under .weft/ are read-only snapshots"));
   }
-  std::string path = request_.VolumePath();
-  if (auto version = request_.Query("versionId")) {
-    Status done = volume().DeleteVersion(ctx_, path, *version);
-    if (!done.ok()) {
-      if (done.code() == StatusCode::kInvalidArgument) done = NotFound("bad version id");
-      return SendStatus(done, Missing::kVersion);
-    }
-    PruneEmptyParents(*bucket, path);
-    return SendEmpty(204, {{"x-amz-version-id", *version}});
-  }
-  Status done;
-  if (request_.key.ends_with('/')) {
-    path.pop_back();
-    done = volume().Rmdir(ctx_, path);
-  } else {
-    done = volume().Unlink(ctx_, path);
-  }
-  // Deleting what is not there succeeds in S3; so does deleting a key below a file.
-  if (!done.ok() && done.code() != StatusCode::kNotFound &&
-      done.code() != StatusCode::kNotADirectory && done.code() != StatusCode::kIsADirectory) {
-    return SendStatus(done);
-  }
-  PruneEmptyParents(*bucket, path);
+  std::optional<std::string> version = request_.Query("versionId");
+  auto deleted = DeleteKey(*bucket, request_.key, version);
+  if (!deleted.ok())
+    return SendStatus(deleted.status(), version ? Missing::kVersion : Missing::kKey);
   std::vector<net::HttpHeader> headers;
-  if (done.ok() && VersioningOn(*bucket)) headers.push_back({"x-amz-delete-marker", "true"});
+  if (deleted->delete_marker) headers.push_back({"x-amz-delete-marker", "true"});
+  if (deleted->id) headers.push_back({"x-amz-version-id", *deleted->id});
   SendEmpty(204, std::move(headers));
 }
 
@@ -1263,18 +1535,11 @@ void S3Frontend::Call::CopyObject(const CopySource& source) {
   if (request_.key.starts_with(".weft/") || request_.key.ends_with('/')) {
     return SendError(MakeError("InvalidRequest", "cannot copy onto this key"));
   }
-  auto src_bucket = StatBucket(source.bucket);
-  if (!src_bucket.ok()) return SendStatus(src_bucket.status(), Missing::kBucket);
-  auto ref = ResolveObject(source.bucket, source.key);
-  if (!ref.ok()) return SendStatus(ref.status());
-  auto reader = source.version_id ? volume().OpenVersion(ctx_, ref->path, *source.version_id)
-                                  : volume().OpenReader(ctx_, ref->path, ref->read);
-  if (!reader.ok()) {
-    Status s = reader.status();
-    if (s.code() == StatusCode::kIsADirectory) s = NotFound("not an object");
-    return SendStatus(s, source.version_id ? Missing::kVersion : Missing::kKey);
-  }
-  const FileInfo& src = (*reader)->info();
+  auto opened = OpenSource(source);
+  if (!opened.ok()) return SendStatus(opened.status());
+  const ObjectRef& ref = opened->ref;
+  FileReader& reader = *opened->reader;
+  const FileInfo& src = reader.info();
   if (CheckConditions(request_, src, "x-amz-copy-source-") != 0) {
     return SendError(MakeError("PreconditionFailed",
                                "At least one of the pre-conditions you specified did not hold"));
@@ -1285,7 +1550,7 @@ void S3Frontend::Call::CopyObject(const CopySource& source) {
         MakeError("InvalidArgument", "x-amz-metadata-directive must be COPY or REPLACE"));
   }
   std::string dest = request_.VolumePath();
-  if (dest == ref->path && !ref->in_snapshot && !source.version_id && directive == "COPY") {
+  if (dest == ref.path && !ref.in_snapshot && !source.version_id && directive == "COPY") {
     return SendError(MakeError(
         "InvalidRequest",
         "This copy request is illegal because it is trying to copy an object to itself without "
@@ -1303,7 +1568,7 @@ void S3Frontend::Call::CopyObject(const CopySource& source) {
   }
   auto writer = volume().OpenWriter(ctx_, dest, opts);
   if (!writer.ok()) return SendStatus(writer.status());
-  Status appended = (*writer)->AppendFrom(**reader);
+  Status appended = (*writer)->AppendFrom(reader);
   if (!appended.ok()) {
     (*writer)->Abort();
     return SendStatus(appended);
@@ -1316,10 +1581,12 @@ void S3Frontend::Call::CopyObject(const CopySource& source) {
   xml.Element("ETag", QuoteEtag(info->etag));
   xml.Close("CopyObjectResult");
   std::string body = xml.Finish();
-  std::vector<net::HttpHeader> headers = {{"Content-Type", "application/xml"},
-                                          {"x-amz-request-id", request_id_}};
-  if (VersioningOn(*bucket)) headers.push_back({"x-amz-version-id", info->version_id});
-  (void)response_.Send(200, headers, body);
+  std::vector<net::HttpHeader> headers;
+  if (VersioningLog::FromAttributes(bucket->attributes).Now() == Versioning::kEnabled) {
+    headers.push_back({"x-amz-version-id", info->version_id});
+  }
+  if (opened->version_id) headers.push_back({"x-amz-copy-source-version-id", *opened->version_id});
+  SendXml(200, body, false, std::move(headers));
 }
 
 }  // namespace weft::s3

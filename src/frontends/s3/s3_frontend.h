@@ -36,6 +36,10 @@ class S3Frontend : public net::HttpHandler {
   class Call;
 
  private:
+  // Whether /bucket exists (an error other than NotFound counts as yes: only a sure answer
+  // turns AccessDenied into NoSuchBucket).
+  bool BucketExists(const std::string& bucket);
+
   Volume& volume_;
   auth::IdentityStore& identities_;
   S3Options options_;

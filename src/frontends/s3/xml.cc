@@ -81,6 +81,10 @@ std::string XmlElement::text() const {
   return std::string(t);
 }
 
+std::string XmlElement::raw_text() const {
+  return Node(node_).child_value();
+}
+
 std::vector<XmlElement> XmlElement::Children(std::string_view name) const {
   std::vector<XmlElement> out;
   for (pugi::xml_node child : Node(node_).children()) {
@@ -114,8 +118,9 @@ Result<std::unique_ptr<XmlDocument>> XmlDocument::Parse(std::string_view body,
   }
   std::unique_ptr<XmlDocument> doc(new XmlDocument());
   // No DOCTYPE or entity expansion: parse_default does not load external entities.
-  pugi::xml_parse_result parsed =
-      doc->impl_->doc.load_buffer(body.data(), body.size(), pugi::parse_default);
+  // parse_ws_pcdata keeps text of only whitespace, which a key may be.
+  pugi::xml_parse_result parsed = doc->impl_->doc.load_buffer(
+      body.data(), body.size(), pugi::parse_default | pugi::parse_ws_pcdata);
   if (!parsed) {
     return InvalidArgument(std::string("MalformedXML: ") + parsed.description());
   }

@@ -39,6 +39,8 @@ class XmlElement {
   explicit XmlElement(const void* node) : node_(node) {}
   std::string_view name() const;
   std::string text() const;  // trimmed child text
+  // The text exactly as sent (entities decoded): S3 keys are bytes, and " " or "a " are keys.
+  std::string raw_text() const;
   std::vector<XmlElement> Children(std::string_view name) const;
   // The first child named `name`, if any.
   std::optional<XmlElement> Child(std::string_view name) const;

@@ -1,6 +1,7 @@
 #include "vfs/internal/namespace_view.h"
 
 #include <algorithm>
+#include <set>
 
 namespace weft {
 
@@ -144,6 +145,44 @@ Result<ReadDirPage> NamespaceView::List(uint64_t dir, const std::string& dir_pat
     std::sort(found.begin(), found.end(),
               [](const auto& a, const auto& b) { return a.first < b.first; });
   }
+  // Names with history but no current entry: each is read up to its last record, which
+  // (records sort by end sequence) says what it named last.
+  std::set<std::string> removed;
+  if (live() && opts.include_removed) {
+    std::set<std::string_view> current;
+    for (const auto& f : found) current.insert(f.first);
+    const std::string hprefix = schema::DirentHistoryPrefix(dir);
+    auto it = reader_->NewIterator();
+    it->Seek(opts.start_after.empty() ? hprefix : hprefix + opts.start_after + '\x01');
+    std::string name;
+    std::optional<Dirent> last;
+    auto flush = [&] {
+      if (last && !current.count(name)) {
+        WEFT_ASSIGN_OR_RETURN(auto cur, reader_->Get(schema::DirentKey(dir, name)));
+        if (!cur) {
+          found.emplace_back(name, *last);
+          removed.insert(name);
+        }
+      }
+      last.reset();
+      return OkStatus();
+    };
+    for (; it->Valid() && it->key().starts_with(hprefix) && removed.size() < want; it->Next()) {
+      std::string_view rest = it->key().substr(hprefix.size());
+      size_t nul = rest.find('\0');
+      if (nul == std::string_view::npos) return Corruption("malformed history key");
+      if (rest.substr(0, nul) != name) {
+        WEFT_RETURN_IF_ERROR(flush());
+        name = std::string(rest.substr(0, nul));
+      }
+      WEFT_ASSIGN_OR_RETURN(auto h, schema::DecodeDirentHistory(it->value()));
+      last = h.value;
+    }
+    WEFT_RETURN_IF_ERROR(it->status());
+    if (removed.size() < want) WEFT_RETURN_IF_ERROR(flush());
+    std::sort(found.begin(), found.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
+  }
   ReadDirPage page;
   for (auto& [name, d] : found) {
     if (page.entries.size() == opts.limit) {
@@ -154,6 +193,11 @@ Result<ReadDirPage> NamespaceView::List(uint64_t dir, const std::string& dir_pat
     e.name = name;
     e.type = d.type;
     e.inode = d.ino;
+    if (removed.count(name)) {
+      e.removed = true;
+      page.entries.push_back(std::move(e));
+      continue;
+    }
     if (opts.with_info) {
       WEFT_ASSIGN_OR_RETURN(auto inode, GetInode(d.ino));
       if (!inode) return Corruption(ChildPath(dir_path, name) + ": entry points to missing inode");

@@ -234,6 +234,20 @@ std::string DirentHistoryKey(uint64_t parent, std::string_view name, uint64_t se
   return k;
 }
 
+std::string RemovedMarkerKey(uint64_t parent, std::string_view name, uint64_t seq) {
+  std::string k = Tagged(kRemovedMarker);
+  PutBigEndian64(&k, parent);
+  k += name;
+  k.push_back('\0');
+  PutBigEndian64(&k, seq);
+  return k;
+}
+
+std::string RemovedMarkerKeyOf(std::string_view dirent_history_key) {
+  // "H" "D" <parent:8><name>\0<seq:8>  ->  "X" <parent:8><name>\0<seq:8>
+  return Tagged(kRemovedMarker) + std::string(dirent_history_key.substr(2));
+}
+
 std::string InodeHistoryPrefix(uint64_t ino) {
   return Tagged(kHistory) + InodeKey(ino);
 }

@@ -28,6 +28,10 @@ inline constexpr char kManifest = 'M';  // M<ino:8><content_seq:8>     -> Manife
 inline constexpr char kHistory = 'H';   // H<current key>\0?<end:8>     -> History<T>
 inline constexpr char kSnapshot = 'N';  // N<name>                     -> Snapshot
 inline constexpr char kFeed = 'F';      // F<seq:8>                    -> Change
+// A delete marker DeleteVersion removed: the name's history record ending at seq stays (it
+// holds the version before it, and what snapshots read), but ListVersions no longer shows the
+// marker it implies.
+inline constexpr char kRemovedMarker = 'X';  // X<parent:8><name>\0<seq:8> -> ""
 
 std::string SystemKey(std::string_view name);
 std::string DirentKey(uint64_t parent, std::string_view name);
@@ -43,6 +47,9 @@ std::string FeedKey(uint64_t seq);
 std::string DirentHistoryPrefix(uint64_t parent);
 std::string DirentHistoryNamePrefix(uint64_t parent, std::string_view name);
 std::string DirentHistoryKey(uint64_t parent, std::string_view name, uint64_t seq_end);
+std::string RemovedMarkerKey(uint64_t parent, std::string_view name, uint64_t seq);
+// The removed-marker key of the delete marker a dirent history key ("HD...") implies.
+std::string RemovedMarkerKeyOf(std::string_view dirent_history_key);
 std::string InodeHistoryPrefix(uint64_t ino);
 std::string InodeHistoryKey(uint64_t ino, uint64_t seq_end);
 

@@ -2,6 +2,7 @@
 presigned URLs and raw sockets for malformed requests. Every operation the hub supports is
 exercised here; test_s3_tools.py covers aws, s3cmd and rclone."""
 
+import base64
 import hashlib
 import io
 import os
@@ -501,6 +502,8 @@ class BadInput(S3TestCase):
             request.data = b"<Delete><Object><Key>a</Key>"
             if "Content-MD5" in request.headers:
                 del request.headers["Content-MD5"]
+            request.headers["Content-MD5"] = base64.b64encode(
+                hashlib.md5(request.data).digest()).decode()
             if "Content-Length" in request.headers:
                 del request.headers["Content-Length"]
             request.headers["Content-Length"] = str(len(request.data))

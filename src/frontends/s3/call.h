@@ -19,6 +19,9 @@ namespace weft::s3 {
 // Attribute names under which S3 object and bucket settings are stored in the engine.
 inline constexpr std::string_view kAttrMetaPrefix = "s3.meta.";
 inline constexpr std::string_view kAttrVersioning = "s3.versioning";
+// A multipart object's part sizes, as runs "size*count,..." (GET ?partNumber=).
+inline constexpr std::string_view kAttrParts = "s3.parts";
+inline constexpr int64_t kMaxParts = 10000;
 // When each versioning state began (versions.h).
 inline constexpr std::string_view kAttrVersioningLog = "s3.versioning-log";
 // The principal that created the bucket.
@@ -120,6 +123,10 @@ class S3Frontend::Call {
   // The request body as an XML document whose root is `root` (MalformedXML otherwise); with
   // `optional` an empty body gives a null document.
   Result<std::unique_ptr<XmlDocument>> ReadXmlBody(std::string_view root, bool optional = false);
+  // Whether a key of the bucket still has a version or delete marker S3 shows.
+  Result<bool> AnyVersionLeft(const FileInfo& bucket);
+  // Removes the directories below `dir` that hold no object, deepest first (not uploads).
+  void RemoveEmptyDirectories(const std::string& dir);
   // Removes now-empty directories from `path`'s parent up to (not including) the bucket.
   void PruneEmptyParents(const FileInfo& bucket, const std::string& path);
   // Multipart helpers.
@@ -130,6 +137,8 @@ class S3Frontend::Call {
   std::string UploadDir(const std::string& upload_id) const;
   Result<FileInfo> FindUpload(const std::string& upload_id);
   void RemoveUpload(const std::string& upload_id);
+  // CompleteMultipartUpload's answer for the object `info` it made.
+  void SendCompleted(const FileInfo& info);
 
   S3Frontend& frontend_;
   S3Request request_;
@@ -145,6 +154,9 @@ std::string QuoteEtag(std::string_view etag);
 std::string UnquoteEtag(std::string_view etag);
 // Response headers describing an object: ETag, Last-Modified, Content-Type, x-amz-meta-*, ...
 std::vector<net::HttpHeader> ObjectHeaders(const FileInfo& info);
+// The kAttrParts form of part sizes, and back (nullopt if malformed).
+std::string EncodePartSizes(const std::vector<uint64_t>& sizes);
+std::optional<std::vector<uint64_t>> DecodePartSizes(std::string_view text);
 // A client-chosen integer query value in [lo, hi].
 Result<int64_t> ParseIntParam(std::string_view name, std::string_view value, int64_t lo,
                               int64_t hi);

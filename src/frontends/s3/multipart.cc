@@ -3,6 +3,7 @@
 // chunk lists into the final object (no bytes are copied) with S3's multipart ETag.
 #include <openssl/rand.h>
 
+#include <charconv>
 #include <cstdio>
 
 #include "base/bytes.h"
@@ -17,9 +18,12 @@ namespace {
 constexpr std::string_view kAttrUploadBucket = "upload.bucket";
 constexpr std::string_view kAttrUploadKey = "upload.key";
 constexpr std::string_view kAttrUploadInitiator = "upload.initiator";
+// A completed upload's object records the upload it came from (so that completing it again
+// succeeds) and its parts' sizes (GET ?partNumber=).
+constexpr std::string_view kAttrUploadId = "s3.upload-id";
+constexpr size_t kMaxPartLayoutBytes = 2048;
 constexpr uint64_t kMinPartBytes = 5 << 20;
 constexpr uint64_t kMaxPartBytes = uint64_t{5} << 30;
-constexpr int64_t kMaxParts = 10000;
 
 std::string PartName(int64_t part) {
   char name[32];
@@ -144,11 +148,15 @@ void S3Frontend::Call::UploadPart(const std::optional<CopySource>& copy_source) 
   if (auto range = request_.Header("x-amz-copy-source-range")) {
     unsigned long long a = 0, b = 0;
     char tail = 0;
-    if (sscanf(std::string(*range).c_str(), "bytes=%llu-%llu%c", &a, &b, &tail) != 2 || a > b ||
-        b >= size) {
-      return SendError(MakeError("InvalidArgument",
-                                 "x-amz-copy-source-range must be bytes=first-last within the "
-                                 "source object"));
+    if (sscanf(std::string(*range).c_str(), "bytes=%llu-%llu%c", &a, &b, &tail) != 2 || a > b) {
+      return SendError(
+          MakeError("InvalidArgument", "x-amz-copy-source-range must be bytes=first-last"));
+    }
+    if (b >= size) {
+      return SendError(MakeError("InvalidRange",
+                                 "The x-amz-copy-source-range is past the end "
+                                 "of the source object (" +
+                                     std::to_string(size) + " bytes)"));
     }
     first = a;
     end = b + 1;
@@ -176,63 +184,97 @@ void S3Frontend::Call::UploadPart(const std::optional<CopySource>& copy_source) 
   SendXml(200, xml.Finish());
 }
 
-void S3Frontend::Call::CompleteMultipartUpload() {
-  std::string upload_id = request_.Query("uploadId").value_or("");
-  auto upload = FindUpload(upload_id);
-  if (!upload.ok()) return SendStatus(upload.status(), Missing::kUpload);
-  auto doc = ReadXmlBody("CompleteMultipartUpload");
-  if (!doc.ok()) return SendStatus(doc.status());
-  std::vector<XmlElement> parts = (*doc)->root().Children("Part");
-  if (parts.empty()) {
-    return SendError(MakeError("MalformedXML", "You must specify at least one part"));
-  }
-  std::string dir = UploadDir(upload_id);
-  // The list's shape first (S3 reports a misordered list as such, whatever the parts hold).
+namespace {
+
+// A CompleteMultipartUpload body: part numbers and ETags, and the object's S3 ETag.
+struct PartList {
   std::vector<int64_t> numbers;
+  std::vector<std::string> etags;
+  std::string etag;  // MD5 of the concatenated binary part MD5s, then "-<parts>"
+};
+
+Result<PartList> ParsePartList(const XmlDocument& doc) {
+  std::vector<XmlElement> parts = doc.root().Children("Part");
+  if (parts.empty()) return InvalidArgument("MalformedXML: You must specify at least one part");
+  // The list's shape first (S3 reports a misordered list as such, whatever the parts hold).
+  PartList list;
+  std::string md5s;
   for (const XmlElement& part : parts) {
     auto number_element = part.Child("PartNumber");
     if (!number_element || !part.Child("ETag")) {
-      return SendError(MakeError("MalformedXML", "each Part needs PartNumber and ETag"));
+      return InvalidArgument("MalformedXML: each Part needs PartNumber and ETag");
     }
     auto number = ParseIntParam("PartNumber", number_element->text(), 1, kMaxParts);
-    if (!number.ok()) return SendError(MakeError("InvalidPart", number.status().message()));
-    if (!numbers.empty() && *number <= numbers.back()) {
-      return SendError(
-          MakeError("InvalidPartOrder", "The list of parts was not in ascending order."));
+    if (!number.ok()) return InvalidArgument("InvalidPart: " + number.status().message());
+    if (!list.numbers.empty() && *number <= list.numbers.back()) {
+      return InvalidArgument("InvalidPartOrder: The list of parts was not in ascending order.");
     }
-    numbers.push_back(*number);
+    list.numbers.push_back(*number);
+    list.etags.push_back(UnquoteEtag(part.Child("ETag")->text()));
+    auto raw = FromHex(list.etags.back());
+    if (!raw || raw->size() != 16) {
+      return InvalidArgument("InvalidPart: part " + std::to_string(*number) + " has no MD5 ETag");
+    }
+    md5s += *raw;
   }
+  list.etag = ::weft::Md5Hex(AsBytes(md5s)) + "-" + std::to_string(parts.size());
+  return list;
+}
+
+}  // namespace
+
+void S3Frontend::Call::CompleteMultipartUpload() {
+  std::string upload_id = request_.Query("uploadId").value_or("");
+  auto upload = FindUpload(upload_id);
+  auto doc = ReadXmlBody("CompleteMultipartUpload");
+  if (!upload.ok()) {
+    // Completing again with the same parts succeeds, as in S3, while the object it made is
+    // still the key's current version.
+    if (upload.status().code() == StatusCode::kNotFound && doc.ok()) {
+      auto list = ParsePartList(**doc);
+      auto done = volume().Stat(ctx_, request_.VolumePath());
+      if (list.ok() && done.ok() && done->etag == list->etag &&
+          Attr(done->attributes, kAttrUploadId) == upload_id) {
+        return SendCompleted(*done);
+      }
+    }
+    return SendStatus(upload.status(), Missing::kUpload);
+  }
+  if (!doc.ok()) return SendStatus(doc.status());
+  auto parsed = ParsePartList(**doc);
+  if (!parsed.ok()) return SendStatus(parsed.status());
+  const std::vector<int64_t>& numbers = parsed->numbers;
+  const std::vector<std::string>& etags = parsed->etags;
+  const std::string& etag = parsed->etag;
+  const size_t parts = numbers.size();
+  std::string dir = UploadDir(upload_id);
   std::vector<std::unique_ptr<FileReader>> readers;
-  std::string md5s;
-  for (size_t i = 0; i < parts.size(); ++i) {
+  std::vector<uint64_t> sizes;
+  for (size_t i = 0; i < parts; ++i) {
     const int64_t number = numbers[i];
     auto reader = volume().OpenReader(ctx_, dir + "/" + PartName(number));
-    std::string etag = UnquoteEtag(parts[i].Child("ETag")->text());
-    if (!reader.ok() || (*reader)->info().etag != etag) {
+    if (!reader.ok() || (*reader)->info().etag != etags[i]) {
       return SendError(MakeError("InvalidPart", "part " + std::to_string(number) +
                                                     " was not uploaded or its ETag differs"));
     }
-    if (i + 1 < parts.size() && (*reader)->info().size < kMinPartBytes) {
+    if (i + 1 < parts && (*reader)->info().size < kMinPartBytes) {
       return SendError(MakeError("EntityTooSmall",
                                  "Your proposed upload is smaller than the minimum allowed "
                                  "size: every part but the last must be at least 5 MiB"));
     }
-    auto raw = FromHex(etag);
-    if (!raw || raw->size() != 16) {
-      return SendError(
-          MakeError("InvalidPart", "part " + std::to_string(number) + " has no MD5 ETag"));
-    }
-    md5s += *raw;
+    sizes.push_back((*reader)->info().size);
     readers.push_back(std::move(reader).value());
   }
-  // S3's multipart ETag: MD5 of the concatenated binary part MD5s, then "-<parts>".
-  std::string etag = ::weft::Md5Hex(AsBytes(md5s)) + "-" + std::to_string(parts.size());
 
   WriteOptions opts;
   opts.create_parents = true;
   opts.etag = etag;
   for (const auto& [name, value] : upload->attributes) {
     if (!name.starts_with("upload.")) opts.attributes[name] = value;
+  }
+  opts.attributes[std::string(kAttrUploadId)] = upload_id;
+  if (std::string layout = EncodePartSizes(sizes); layout.size() <= kMaxPartLayoutBytes) {
+    opts.attributes[std::string(kAttrParts)] = std::move(layout);
   }
   auto writer = volume().OpenWriter(ctx_, request_.VolumePath(), opts);
   if (!writer.ok()) return SendStatus(writer.status());
@@ -247,20 +289,56 @@ void S3Frontend::Call::CompleteMultipartUpload() {
   if (!info.ok()) return SendStatus(info.status());
   readers.clear();
   RemoveUpload(upload_id);
+  SendCompleted(*info);
+}
+
+void S3Frontend::Call::SendCompleted(const FileInfo& info) {
   XmlWriter xml;
   xml.Open("CompleteMultipartUploadResult", true);
   xml.Element("Location", "/" + request_.bucket + "/" + request_.key);
   xml.Element("Bucket", request_.bucket);
   xml.Element("Key", request_.key);
-  xml.Element("ETag", QuoteEtag(info->etag));
+  xml.Element("ETag", QuoteEtag(info.etag));
   xml.Close("CompleteMultipartUploadResult");
   std::vector<net::HttpHeader> headers;
   if (auto bucket = StatBucket(request_.bucket);
       bucket.ok() &&
       VersioningLog::FromAttributes(bucket->attributes).Now() == Versioning::kEnabled) {
-    headers.push_back({"x-amz-version-id", info->version_id});
+    headers.push_back({"x-amz-version-id", info.version_id});
   }
   SendXml(200, xml.Finish(), false, std::move(headers));
+}
+
+std::string EncodePartSizes(const std::vector<uint64_t>& sizes) {
+  std::string out;
+  for (size_t i = 0; i < sizes.size();) {
+    size_t run = 1;
+    while (i + run < sizes.size() && sizes[i + run] == sizes[i]) ++run;
+    if (!out.empty()) out += ',';
+    out += std::to_string(sizes[i]) + "*" + std::to_string(run);
+    i += run;
+  }
+  return out;
+}
+
+std::optional<std::vector<uint64_t>> DecodePartSizes(std::string_view text) {
+  std::vector<uint64_t> sizes;
+  while (!text.empty()) {
+    size_t comma = text.find(',');
+    std::string_view run = text.substr(0, comma);
+    text = comma == std::string_view::npos ? "" : text.substr(comma + 1);
+    size_t star = run.find('*');
+    if (star == std::string_view::npos) return std::nullopt;
+    uint64_t size = 0, count = 0;
+    auto [e1, c1] = std::from_chars(run.data(), run.data() + star, size);
+    auto [e2, c2] = std::from_chars(run.data() + star + 1, run.data() + run.size(), count);
+    if (c1 != std::errc() || c2 != std::errc() || e1 != run.data() + star ||
+        e2 != run.data() + run.size() || count == 0 || sizes.size() + count > kMaxParts) {
+      return std::nullopt;
+    }
+    sizes.insert(sizes.end(), count, size);
+  }
+  return sizes;
 }
 
 void S3Frontend::Call::AbortMultipartUpload() {
@@ -383,14 +461,34 @@ void S3Frontend::Call::ListMultipartUploads() {
   std::sort(uploads.begin(), uploads.end(), [](const Upload& x, const Upload& y) {
     return std::tie(x.key, x.id) < std::tie(y.key, y.id);
   });
+  int64_t max_uploads = 1000;
+  if (auto m = request_.Query("max-uploads")) {
+    auto parsed = ParseIntParam("max-uploads", *m, 0, 1 << 30);
+    if (!parsed.ok()) return SendStatus(parsed.status());
+    max_uploads = std::min<int64_t>(*parsed, 1000);
+  }
+  // Pages start after (key-marker, upload-id-marker); a key marker alone skips that key.
+  const std::string key_marker = request_.Query("key-marker").value_or("");
+  const std::string id_marker = request_.Query("upload-id-marker").value_or("");
+  std::erase_if(uploads, [&](const Upload& u) {
+    if (key_marker.empty()) return false;
+    return id_marker.empty() ? u.key <= key_marker
+                             : std::tie(u.key, u.id) <= std::tie(key_marker, id_marker);
+  });
+  const bool truncated = static_cast<int64_t>(uploads.size()) > max_uploads;
+  if (truncated) uploads.resize(max_uploads);
   XmlWriter xml;
   xml.Open("ListMultipartUploadsResult", true);
   xml.Element("Bucket", request_.bucket);
-  xml.Element("KeyMarker", "");
-  xml.Element("UploadIdMarker", "");
+  xml.Element("KeyMarker", key_marker);
+  xml.Element("UploadIdMarker", id_marker);
+  if (truncated && !uploads.empty()) {
+    xml.Element("NextKeyMarker", uploads.back().key);
+    xml.Element("NextUploadIdMarker", uploads.back().id);
+  }
   xml.Element("Prefix", prefix);
-  xml.Element("MaxUploads", "1000");
-  xml.Element("IsTruncated", "false");
+  xml.Element("MaxUploads", std::to_string(max_uploads));
+  xml.Element("IsTruncated", truncated ? "true" : "false");
   for (const Upload& u : uploads) {
     xml.Open("Upload");
     xml.Element("Key", u.key);

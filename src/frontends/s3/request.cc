@@ -64,6 +64,13 @@ Status ValidateBucketName(std::string_view b) {
     all_digits_and_dots &= IsDigit(c) || c == '.';
   }
   if (dots == 3 && all_digits_and_dots) return bad("may not be an IP address");
+  // Reserved by AWS for its own naming schemes (access points, S3 Express, ...).
+  for (std::string_view reserved : {"xn--", "sthree-", "sthree-configurator", "amzn-s3-demo-"}) {
+    if (b.starts_with(reserved)) return bad("may not start with '" + std::string(reserved) + "'");
+  }
+  for (std::string_view reserved : {"-s3alias", "--ol-s3", ".mrap", "--x-s3"}) {
+    if (b.ends_with(reserved)) return bad("may not end with '" + std::string(reserved) + "'");
+  }
   return OkStatus();
 }
 

@@ -33,6 +33,7 @@ constexpr std::array kKnownCodes = {
     KnownCode{"InvalidDigest", 400},
     KnownCode{"InvalidObjectState", 403},
     KnownCode{"InvalidPart", 400},
+    KnownCode{"InvalidPartNumber", 416},
     KnownCode{"InvalidPartOrder", 400},
     KnownCode{"InvalidRange", 416},
     KnownCode{"InvalidRequest", 400},

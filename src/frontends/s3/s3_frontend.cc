@@ -759,6 +759,24 @@ void S3Frontend::Call::PruneEmptyParents(const FileInfo& bucket, const std::stri
 // ---- Service and buckets -------------------------------------------------------------------
 
 void S3Frontend::Call::ListBuckets() {
+  // max-buckets pages the answer (with an opaque continuation token); without it, every bucket.
+  std::optional<int64_t> max_buckets;
+  if (auto m = request_.Query("max-buckets")) {
+    auto parsed = ParseIntParam("max-buckets", *m, 1, 10000);
+    if (!parsed.ok()) return SendStatus(parsed.status());
+    max_buckets = *parsed;
+  }
+  const std::string prefix = request_.Query("prefix").value_or("");
+  ReadDirOptions opts;
+  opts.with_info = true;
+  opts.start_after = prefix.empty() ? "" : prefix.substr(0, prefix.size() - 1);
+  if (auto token = request_.Query("continuation-token"); token && !token->empty()) {
+    auto after = Base64Decode(*token, /*url=*/true);
+    if (!after) {
+      return SendError(MakeError("InvalidArgument", "The continuation token is not valid"));
+    }
+    opts.start_after = std::max(opts.start_after, *after);
+  }
   XmlWriter xml;
   xml.Open("ListAllMyBucketsResult", true);
   xml.Open("Owner");
@@ -766,26 +784,39 @@ void S3Frontend::Call::ListBuckets() {
   xml.Element("DisplayName", ctx_.principal);
   xml.Close("Owner");
   xml.Open("Buckets");
-  ReadDirOptions opts;
-  opts.with_info = true;
-  while (true) {
+  int64_t count = 0;
+  std::string last_listed;
+  std::optional<std::string> next_token;
+  for (bool more = true; more && !next_token;) {
     auto page = volume().ReadDir(ctx_, "/", opts);
     if (!page.ok()) return SendStatus(page.status());
+    more = page->truncated;
     for (const DirEntry& e : page->entries) {
       opts.start_after = e.name;
+      if (!e.name.starts_with(prefix)) {
+        if (e.name > prefix) more = false;  // past every name with the prefix
+        continue;
+      }
       if (e.type != FileType::kDirectory || !ValidateBucketName(e.name).ok()) continue;
       // Show only buckets the caller may list.
       if (!frontend_.identities_.Authorize(ctx_.principal, auth::kList, "/" + e.name + "/").ok()) {
         continue;
       }
+      if (max_buckets && count == *max_buckets) {
+        next_token = Base64Encode(last_listed, /*url=*/true);
+        break;
+      }
+      ++count;
+      last_listed = e.name;
       xml.Open("Bucket");
       xml.Element("Name", e.name);
       xml.Element("CreationDate", FormatIso8601(e.info ? e.info->ctime_ns : 0, /*millis=*/true));
       xml.Close("Bucket");
     }
-    if (!page->truncated) break;
   }
   xml.Close("Buckets");
+  if (next_token) xml.Element("ContinuationToken", *next_token);
+  if (request_.HasQuery("prefix")) xml.Element("Prefix", prefix);
   xml.Close("ListAllMyBucketsResult");
   SendXml(200, xml.Finish());
 }
@@ -834,17 +865,59 @@ void S3Frontend::Call::HeadBucket() {
 void S3Frontend::Call::DeleteBucket() {
   auto bucket = StatBucket(request_.bucket);
   if (!bucket.ok()) return SendStatus(bucket.status(), Missing::kBucket);
-  Status removed = volume().Rmdir(ctx_, "/" + request_.bucket);
+  auto not_empty = [&] {
+    SendError(MakeError("BucketNotEmpty", "The bucket you tried to delete is not empty"));
+  };
+  const std::string path = "/" + request_.bucket;
+  if (VersioningOn(*bucket)) {
+    // A versioned bucket is empty when no key has a version or delete marker left; the
+    // directories its keys lived in stay until then (ListObjectVersions walks them).
+    auto left = AnyVersionLeft(*bucket);
+    if (!left.ok()) return SendStatus(left.status());
+    if (*left) return not_empty();
+    RemoveEmptyDirectories(path);
+  }
+  Status removed = volume().Rmdir(ctx_, path);
   if (removed.code() == StatusCode::kNotEmpty && AbortAllUploadsIfOnlyThem()) {
-    removed = volume().Rmdir(ctx_, "/" + request_.bucket);
+    removed = volume().Rmdir(ctx_, path);
   }
   if (!removed.ok()) {
-    if (removed.code() == StatusCode::kNotEmpty) {
-      return SendError(MakeError("BucketNotEmpty", "The bucket you tried to delete is not empty"));
-    }
+    if (removed.code() == StatusCode::kNotEmpty) return not_empty();
     return SendStatus(removed, Missing::kBucket);
   }
   SendEmpty(204);
+}
+
+Result<bool> S3Frontend::Call::AnyVersionLeft(const FileInfo& bucket) {
+  KeyWalker::Options opts;
+  opts.bucket = request_.bucket;
+  opts.include_removed = true;
+  KeyWalker walker(volume(), ctx_, opts);
+  while (true) {
+    WEFT_ASSIGN_OR_RETURN(std::optional<ListedKey> next, walker.Next());
+    if (!next) return false;
+    if (next->is_directory) continue;
+    auto versions = S3VersionsOf(bucket, "/" + request_.bucket + "/" + next->key);
+    if (versions.ok() && !versions->empty()) return true;
+  }
+}
+
+void S3Frontend::Call::RemoveEmptyDirectories(const std::string& dir) {
+  ReadDirOptions opts;
+  while (true) {
+    auto page = volume().ReadDir(ctx_, dir, opts);
+    if (!page.ok()) return;
+    for (const DirEntry& e : page->entries) {
+      opts.start_after = e.name;
+      if (e.type != FileType::kDirectory ||
+          (dir.find('/', 1) == std::string::npos && e.name == kUploadsDirName)) {
+        continue;
+      }
+      RemoveEmptyDirectories(dir + "/" + e.name);
+      (void)volume().Rmdir(ctx_, dir + "/" + e.name);  // NotEmpty: it holds objects
+    }
+    if (!page->truncated) return;
+  }
 }
 
 void S3Frontend::Call::GetBucketLocation() {
@@ -1133,13 +1206,23 @@ void S3Frontend::Call::ListObjectVersions() {
 void S3Frontend::Call::DeleteObjects() {
   auto bucket = StatBucket(request_.bucket);
   if (!bucket.ok()) return SendStatus(bucket.status(), Missing::kBucket);
+  // S3 requires a digest of the body here (the SDKs send one): a truncated list must not delete
+  // some of the keys.
+  bool has_digest = request_.Header("content-md5").has_value();
+  for (const net::HttpHeader& h : request_.http->headers) {
+    has_digest |= AsciiLower(h.name).starts_with("x-amz-checksum-");
+  }
+  if (!has_digest) {
+    return SendError(
+        MakeError("InvalidRequest", "Missing required header for this request: Content-MD5"));
+  }
   auto doc = ReadXmlBody("Delete");
   if (!doc.ok()) return SendStatus(doc.status());
   bool quiet = false;
   if (auto q = (*doc)->root().Child("Quiet")) quiet = q->text() == "true";
   std::vector<XmlElement> objects = (*doc)->root().Children("Object");
-  if (objects.size() > 1000) {
-    return SendError(MakeError("MalformedXML", "at most 1000 objects per DeleteObjects"));
+  if (objects.empty() || objects.size() > 1000) {
+    return SendError(MakeError("MalformedXML", "DeleteObjects names 1 to 1000 objects"));
   }
   XmlWriter xml;
   xml.Open("DeleteResult", true);
@@ -1476,7 +1559,32 @@ void S3Frontend::Call::GetObject(bool head) {
   uint64_t first = 0;
   uint64_t length = info.size;
   int status = 200;
-  if (auto range_header = request_.Header("range")) {
+  if (auto part = request_.Query("partNumber")) {
+    // One part of a multipart object, as uploaded; a single-part object is its own part 1.
+    auto number = ParseIntParam("partNumber", *part, 1, kMaxParts);
+    if (!number.ok()) return SendStatus(number.status());
+    if (request_.Header("range")) {
+      return SendError(MakeError("InvalidRequest", "Cannot specify both Range and partNumber"));
+    }
+    std::vector<uint64_t> sizes = {info.size};
+    if (auto it = info.attributes.find(std::string(kAttrParts)); it != info.attributes.end()) {
+      auto decoded = DecodePartSizes(it->second);
+      if (decoded) sizes = std::move(*decoded);
+    }
+    if (*number > static_cast<int64_t>(sizes.size())) {
+      return SendError(
+          MakeError("InvalidPartNumber", "The requested partnumber is not satisfiable"));
+    }
+    for (int64_t i = 0; i + 1 < *number; ++i) first += sizes[i];
+    length = sizes[*number - 1];
+    headers.push_back({"x-amz-mp-parts-count", std::to_string(sizes.size())});
+    if (length > 0) {
+      status = 206;
+      headers.push_back({"Content-Range", "bytes " + std::to_string(first) + "-" +
+                                              std::to_string(first + length - 1) + "/" +
+                                              std::to_string(info.size)});
+    }
+  } else if (auto range_header = request_.Header("range")) {
     auto range = ParseRange(*range_header, info.size);
     if (!range.ok()) {
       if (head) return SendEmpty(416, {{"Content-Range", "bytes */" + std::to_string(info.size)}});

@@ -14,7 +14,7 @@ declare -A allowed=(
   [auth]="base io chunk meta vfs"
   [net]="base"
   [cache]="base"
-  [frontends]="base io chunk meta vfs auth net"
+  [frontends]="base io meta vfs auth net"
   [fabric]="base io chunk meta vfs auth net cache"
   [server]="base io chunk meta vfs auth net frontends cache fabric"
   [cli]="base io chunk meta vfs auth net frontends cache fabric server"
@@ -27,6 +27,8 @@ for module in "${!allowed[@]}"; do
     file=${line%%:*}
     target=$(sed -E 's/.*#include "([a-z_]+)\/.*/\1/' <<<"$line")
     [ "$target" = "$module" ] && continue
+    # A front end's tests build the stack below it (a LocalVolume over a MemChunkStore).
+    [[ "$module" = frontends && "$target" = chunk && "$file" = *_test.cc ]] && continue
     if [[ " ${allowed[$module]} " != *" $target "* ]]; then
       echo "layering: $line  ($module may not include $target)"
       bad=1

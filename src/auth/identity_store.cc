@@ -802,7 +802,7 @@ Result<BearerToken> KvIdentityStore::IssueToken(std::string_view user, int64_t t
 
 Result<std::string> KvIdentityStore::VerifyToken(std::string_view token) {
   auto denied = [](std::string_view why) {
-    return PermissionDenied("AccessDenied: bearer token " + std::string(why));
+    return PermissionDenied(Reason::kAccessDenied, "bearer token " + std::string(why));
   };
   if (token.size() > kMaxTokenBytes || !token.starts_with(kTokenPrefix)) {
     return denied("is malformed");
@@ -845,14 +845,13 @@ Status KvIdentityStore::Authorize(std::string_view principal, uint8_t needed,
                                   std::string_view path) {
   if (principal == kRootUser) return OkStatus();
   auto denied = [&](uint8_t missing, std::string_view why) {
-    std::string m = "AccessDenied: ";
-    m.append(principal.substr(0, 80));
+    std::string m(principal.substr(0, 80));
     m += " may not ";
     m += missing == 0 ? "access" : PermissionsToString(missing);
     m += ' ';
     m.append(path.substr(0, kMaxPrefixBytes));
     m.append(why);
-    return PermissionDenied(std::move(m));
+    return PermissionDenied(Reason::kAccessDenied, std::move(m));
   };
   if (needed == 0 || (needed & ~kAllPermissions) != 0) return denied(0, " (no valid permission)");
   if (!IsNormalizedPath(path)) return denied(needed, " (path is not normalized)");
@@ -1008,21 +1007,19 @@ Result<std::string> LoadOrCreateServerKey(FileSystem& fs, const std::string& pat
 Result<std::string> AuthenticateBearer(std::optional<std::string_view> authorization,
                                        IdentityStore& identities, std::string_view how_to_get_one) {
   if (!authorization) {
-    return PermissionDenied("Unauthenticated: send 'Authorization: Bearer <token>'; " +
-                            std::string(how_to_get_one));
+    return PermissionDenied(Reason::kUnauthenticated,
+                            "send 'Authorization: Bearer <token>'; " + std::string(how_to_get_one));
   }
   std::string_view value = *authorization;
   constexpr std::string_view kScheme = "bearer ";
   if (value.size() <= kScheme.size() || !EqualsIgnoreCase(value.substr(0, kScheme.size()), kScheme))
-    return PermissionDenied("Unauthenticated: the Authorization scheme must be Bearer");
+    return PermissionDenied(Reason::kUnauthenticated, "the Authorization scheme must be Bearer");
   value.remove_prefix(kScheme.size());
   while (!value.empty() && value.front() == ' ') value.remove_prefix(1);
   while (!value.empty() && value.back() == ' ') value.remove_suffix(1);
   Result<std::string> user = identities.VerifyToken(value);
   if (!user.ok() && user.status().code() == StatusCode::kPermissionDenied) {
-    std::string_view why = user.status().message();
-    if (why.starts_with("AccessDenied: ")) why.remove_prefix(14);
-    return PermissionDenied("Unauthenticated: " + std::string(why));
+    return PermissionDenied(Reason::kUnauthenticated, user.status().message());
   }
   return user;
 }
@@ -1034,8 +1031,8 @@ Result<BearerToken> IssueTokenForKey(IdentityStore& identities, std::string_view
     std::string ha = sigv4::Sha256Hex(a), hb = sigv4::Sha256Hex(b);
     return CRYPTO_memcmp(ha.data(), hb.data(), ha.size()) == 0;
   };
-  const Status wrong =
-      PermissionDenied("InvalidCredentials: the access key id or secret access key is wrong");
+  const Status wrong = PermissionDenied(Reason::kInvalidCredentials,
+                                        "the access key id or secret access key is wrong");
   Result<AccessKey> key = identities.LookupKey(access_key_id);
   if (!key.ok()) {
     if (key.status().code() != StatusCode::kNotFound) return key.status();

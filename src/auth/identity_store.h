@@ -102,19 +102,19 @@ class IdentityStore {
   virtual Result<std::string> VerifyToken(std::string_view token) = 0;
 
   // OK when `principal` may do `needed` (one or more Permission bits, all required) on
-  // `path` (absolute; a directory may end with '/'); PermissionDenied whose message starts
-  // with "AccessDenied: " otherwise. kAdmin on a covering prefix implies every bit.
+  // `path` (absolute; a directory may end with '/'); PermissionDenied (Reason::kAccessDenied)
+  // otherwise. kAdmin on a covering prefix implies every bit.
   virtual Status Authorize(std::string_view principal, uint8_t needed, std::string_view path) = 0;
 };
 
 // An "Authorization: Bearer <token>" header value -> the user the token names. PermissionDenied
-// starting "Unauthenticated: " when the header is missing, not Bearer, forged or expired;
+// (Reason::kUnauthenticated) when the header is missing, not Bearer, forged or expired;
 // `how_to_get_one` ends the message for a missing header.
 Result<std::string> AuthenticateBearer(std::optional<std::string_view> authorization,
                                        IdentityStore& identities, std::string_view how_to_get_one);
 
 // A token for the user owning access key `access_key_id`, if `secret` is its secret (compared
-// in constant time); PermissionDenied "InvalidCredentials: ..." otherwise, the same for an
+// in constant time); PermissionDenied (Reason::kInvalidCredentials) otherwise, the same for an
 // unknown id and a wrong secret.
 Result<BearerToken> IssueTokenForKey(IdentityStore& identities, std::string_view access_key_id,
                                      std::string_view secret, int64_t ttl_ns);

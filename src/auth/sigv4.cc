@@ -13,7 +13,7 @@
 
 #include "base/ascii.h"
 #include "base/bytes.h"
-#include "chunk/chunk_id.h"
+#include "base/hash.h"
 
 namespace weft::sigv4 {
 namespace {
@@ -71,7 +71,7 @@ Result<std::string> CanonicalHeaderValue(std::string_view value) {
       continue;
     }
     if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
-      return InvalidArgument("InvalidRequest: header value contains a control character");
+      return InvalidArgument(Reason::kInvalidRequest, "header value contains a control character");
     }
     if (blank) out.push_back(' ');
     blank = false;
@@ -100,7 +100,7 @@ std::vector<std::string_view> Split(std::string_view s, char sep) {
 }
 
 Status Malformed(std::string_view what) {
-  return InvalidArgument("AuthorizationHeaderMalformed: " + std::string(what));
+  return InvalidArgument(Reason::kAuthorizationHeaderMalformed, std::string(what));
 }
 
 // Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's days_from_civil).
@@ -251,9 +251,9 @@ Result<std::string> UriDecode(std::string_view s, bool plus_is_space) {
   out.reserve(s.size());
   for (size_t i = 0; i < s.size(); ++i) {
     if (s[i] == '%') {
-      if (s.size() - i < 3) return InvalidArgument("InvalidRequest: truncated %-escape");
+      if (s.size() - i < 3) return InvalidArgument(Reason::kInvalidRequest, "truncated %-escape");
       const int hi = HexValue(s[i + 1]), lo = HexValue(s[i + 2]);
-      if (hi < 0 || lo < 0) return InvalidArgument("InvalidRequest: %-escape is not hex");
+      if (hi < 0 || lo < 0) return InvalidArgument(Reason::kInvalidRequest, "%-escape is not hex");
       out.push_back(static_cast<char>(hi * 16 + lo));
       i += 2;
     } else if (s[i] == '+' && plus_is_space) {
@@ -341,17 +341,17 @@ Result<std::string> CanonicalRequest(const Request& request,
   if (request.method.empty() || request.method.size() > 32 ||
       !std::all_of(request.method.begin(), request.method.end(),
                    [](char c) { return c >= 'A' && c <= 'Z'; })) {
-    return InvalidArgument("InvalidRequest: method is not an upper-case token");
+    return InvalidArgument(Reason::kInvalidRequest, "method is not an upper-case token");
   }
   if (request.path.empty() || request.path.front() != '/') {
-    return InvalidArgument("InvalidRequest: path does not start with '/'");
+    return InvalidArgument(Reason::kInvalidRequest, "path does not start with '/'");
   }
   if (!ValidPayloadHash(payload_hash)) {
-    return InvalidArgument(
-        "InvalidRequest: payload hash is not 64 lower-case hex, UNSIGNED-PAYLOAD or "
-        "STREAMING-AWS4-HMAC-SHA256-PAYLOAD");
+    return InvalidArgument(Reason::kInvalidRequest,
+                           "payload hash is not 64 lower-case hex, UNSIGNED-PAYLOAD or "
+                           "STREAMING-AWS4-HMAC-SHA256-PAYLOAD");
   }
-  if (signed_headers.empty()) return InvalidArgument("InvalidRequest: no signed headers");
+  if (signed_headers.empty()) return InvalidArgument(Reason::kInvalidRequest, "no signed headers");
 
   // Lower-case each received name once; a request has few headers, so a scan per signed name
   // costs less than building a map.
@@ -368,8 +368,8 @@ Result<std::string> CanonicalRequest(const Request& request,
   std::string signed_list;
   for (const std::string& name : signed_headers) {
     if (!IsSignedHeaderName(name)) {
-      return InvalidArgument("InvalidRequest: signed header name '" + name.substr(0, 64) +
-                             "' is not lower-case");
+      return InvalidArgument(Reason::kInvalidRequest,
+                             "signed header name '" + name.substr(0, 64) + "' is not lower-case");
     }
     out += name;
     out.push_back(':');
@@ -382,7 +382,8 @@ Result<std::string> CanonicalRequest(const Request& request,
       found = true;
     }
     if (!found) {
-      return InvalidArgument("InvalidRequest: signed header '" + name + "' is not in the request");
+      return InvalidArgument(Reason::kInvalidRequest,
+                             "signed header '" + name + "' is not in the request");
     }
     out.push_back('\n');
     if (!signed_list.empty()) signed_list.push_back(';');
@@ -568,8 +569,8 @@ Result<ParsedAuth> ParseRequestAuth(const Request& request) {
       std::any_of(request.query.begin(), request.query.end(),
                   [](const QueryParam& p) { return p.name == "X-Amz-Algorithm"; });
   if (authorization && presigned) {
-    return InvalidArgument(
-        "InvalidRequest: both an Authorization header and presigned query parameters");
+    return InvalidArgument(Reason::kInvalidRequest,
+                           "both an Authorization header and presigned query parameters");
   }
   if (presigned) return ParsePresignedQuery(request.query);
   if (!authorization) return NotFound("request is not signed");
@@ -587,22 +588,25 @@ Status VerifyRequest(const ParsedAuth& auth, const Request& request, std::string
   // Guard the subtraction: request_time is bounded (years 0..9999), now_seconds may not be.
   constexpr int64_t kTimeLimit = int64_t{1} << 40;
   if (now_seconds < -kTimeLimit || now_seconds > kTimeLimit) {
-    return InvalidArgument("InvalidRequest: server time out of range");
+    return InvalidArgument(Reason::kInvalidRequest, "server time out of range");
   }
   const int64_t age = now_seconds - auth.request_time;
   if (auth.mode == AuthMode::kHeader) {
     if (age > kMaxSkewSeconds || age < -kMaxSkewSeconds) {
-      return FailedPrecondition("RequestTimeTooSkewed: request time " + auth.amz_date +
-                                " differs from the server's by more than 15 minutes");
+      return FailedPrecondition(
+          Reason::kRequestTimeTooSkewed,
+          "request time " + auth.amz_date + " differs from the server's by more than 15 minutes");
     }
   } else {
     if (age < -kMaxSkewSeconds) {
-      return FailedPrecondition("RequestTimeTooSkewed: presigned URL is dated " + auth.amz_date +
-                                ", more than 15 minutes ahead of the server");
+      return FailedPrecondition(
+          Reason::kRequestTimeTooSkewed,
+          "presigned URL is dated " + auth.amz_date + ", more than 15 minutes ahead of the server");
     }
     if (age > auth.expires_seconds) {
-      return OutOfRange("AccessDenied: Request has expired (signed " + auth.amz_date + " for " +
-                        std::to_string(auth.expires_seconds) + " seconds)");
+      return OutOfRange(Reason::kAccessDenied, "Request has expired (signed " + auth.amz_date +
+                                                   " for " + std::to_string(auth.expires_seconds) +
+                                                   " seconds)");
     }
   }
 
@@ -612,8 +616,8 @@ Status VerifyRequest(const ParsedAuth& auth, const Request& request, std::string
     const std::string name = AsciiLower(h.name);
     if (name.rfind("x-amz-", 0) != 0) continue;
     if (!std::binary_search(auth.signed_headers.begin(), auth.signed_headers.end(), name)) {
-      return PermissionDenied("AccessDenied: header " + name.substr(0, 64) +
-                              " is present but not signed");
+      return PermissionDenied(Reason::kAccessDenied,
+                              "header " + name.substr(0, 64) + " is present but not signed");
     }
   }
 
@@ -622,16 +626,16 @@ Status VerifyRequest(const ParsedAuth& auth, const Request& request, std::string
   if (auth.mode == AuthMode::kHeader) {
     const std::string_view date_header = FindHeader(request, "x-amz-date") ? "x-amz-date" : "date";
     if (!std::binary_search(auth.signed_headers.begin(), auth.signed_headers.end(), date_header)) {
-      return PermissionDenied("AccessDenied: the " + std::string(date_header) +
-                              " header is not signed");
+      return PermissionDenied(Reason::kAccessDenied,
+                              "the " + std::string(date_header) + " header is not signed");
     }
     std::optional<std::string_view> content = FindHeader(request, "x-amz-content-sha256");
     if (!content) {
-      return InvalidArgument("InvalidRequest: missing x-amz-content-sha256 header");
+      return InvalidArgument(Reason::kInvalidRequest, "missing x-amz-content-sha256 header");
     }
     payload_hash = TrimSpaces(*content);
     if (!ValidPayloadHash(payload_hash)) {
-      return InvalidArgument("InvalidArgument: x-amz-content-sha256 is malformed");
+      return InvalidArgument(Reason::kInvalidArgument, "x-amz-content-sha256 is malformed");
     }
   } else {
     exclude = "X-Amz-Signature";
@@ -641,10 +645,10 @@ Status VerifyRequest(const ParsedAuth& auth, const Request& request, std::string
                         ComputeSignature(request, auth.signed_headers, payload_hash, auth.amz_date,
                                          auth.credential, secret_key, exclude));
   if (!ConstantTimeEqual(expected, auth.signature)) {
-    return PermissionDenied(
-        "SignatureDoesNotMatch: the request signature does not match the one computed with the "
-        "secret key of " +
-        auth.credential.access_key_id);
+    return PermissionDenied(Reason::kSignatureDoesNotMatch,
+                            "the request signature does not match the one computed with the "
+                            "secret key of " +
+                                auth.credential.access_key_id);
   }
   return OkStatus();
 }
@@ -669,35 +673,36 @@ Result<std::optional<ChunkHeader>> ParseChunkHeader(std::string_view data) {
   const size_t crlf = data.substr(0, window).find("\r\n");
   if (crlf == std::string_view::npos) {
     if (data.size() < kMaxChunkHeaderBytes) return std::optional<ChunkHeader>();
-    return InvalidArgument("InvalidRequest: chunk header line is too long");
+    return InvalidArgument(Reason::kInvalidRequest, "chunk header line is too long");
   }
   const std::string_view line = data.substr(0, crlf);
   const size_t semi = line.find(';');
   if (semi == std::string_view::npos) {
-    return InvalidArgument("InvalidRequest: chunk header lacks chunk-signature");
+    return InvalidArgument(Reason::kInvalidRequest, "chunk header lacks chunk-signature");
   }
   const std::string_view size_hex = line.substr(0, semi);
   if (size_hex.empty() || size_hex.size() > 16) {
-    return InvalidArgument("InvalidRequest: chunk size must be 1 to 16 hex digits");
+    return InvalidArgument(Reason::kInvalidRequest, "chunk size must be 1 to 16 hex digits");
   }
   uint64_t size = 0;
   for (char c : size_hex) {
     const int v = HexValue(c);
-    if (v < 0) return InvalidArgument("InvalidRequest: chunk size is not hex");
+    if (v < 0) return InvalidArgument(Reason::kInvalidRequest, "chunk size is not hex");
     size = size * 16 + static_cast<uint64_t>(v);  // 16 digits cannot overflow 64 bits
   }
   if (size > kMaxChunkBytes) {
-    return InvalidArgument("InvalidRequest: chunk of " + std::to_string(size) +
-                           " bytes exceeds the 64 MiB limit");
+    return InvalidArgument(Reason::kInvalidRequest,
+                           "chunk of " + std::to_string(size) + " bytes exceeds the 64 MiB limit");
   }
   constexpr std::string_view kSigKey = "chunk-signature=";
   const std::string_view ext = line.substr(semi + 1);
   if (ext.substr(0, kSigKey.size()) != kSigKey) {
-    return InvalidArgument("InvalidRequest: chunk header lacks chunk-signature");
+    return InvalidArgument(Reason::kInvalidRequest, "chunk header lacks chunk-signature");
   }
   const std::string_view sig = ext.substr(kSigKey.size());
   if (!IsLowerHex64(sig)) {
-    return InvalidArgument("InvalidRequest: chunk-signature must be 64 lower-case hex digits");
+    return InvalidArgument(Reason::kInvalidRequest,
+                           "chunk-signature must be 64 lower-case hex digits");
   }
   ChunkHeader h;
   h.size = size;
@@ -726,7 +731,7 @@ std::string ChunkVerifier::Expected(std::string_view chunk_sha256_hex) const {
 Status ChunkVerifier::Verify(std::string_view chunk_signature, std::string_view chunk_sha256_hex) {
   std::string expected = Expected(chunk_sha256_hex);
   if (!ConstantTimeEqual(expected, chunk_signature)) {
-    return PermissionDenied("SignatureDoesNotMatch: chunk signature does not match");
+    return PermissionDenied(Reason::kSignatureDoesNotMatch, "chunk signature does not match");
   }
   previous_ = std::move(expected);
   return OkStatus();

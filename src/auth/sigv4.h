@@ -145,14 +145,14 @@ Result<ParsedAuth> ParseRequestAuth(const Request& request);
 
 // ---- Verification ------------------------------------------------------------------------
 
-// Every failure's message starts with the S3 error code, so the front end's one mapping file can
-// turn it into XML without guessing:
-//   PermissionDenied   "SignatureDoesNotMatch: ..."  wrong secret, tampered request
-//   PermissionDenied   "AccessDenied: ..."           x-amz-* header present but not signed
-//   FailedPrecondition "RequestTimeTooSkewed: ..."   |now - x-amz-date| > 15 min (header), or a
-//                                                     presigned URL dated > 15 min in the future
-//   OutOfRange         "AccessDenied: Request has expired ..."  presigned URL past its expiry
-//   InvalidArgument    "AuthorizationHeaderMalformed: ..." / "InvalidRequest: ..."  malformed
+// Every failure carries the S3 error code as its Reason, so the front end's one mapping table
+// turns it into XML without guessing:
+//   PermissionDenied   kSignatureDoesNotMatch   wrong secret, tampered request
+//   PermissionDenied   kAccessDenied            x-amz-* header present but not signed
+//   FailedPrecondition kRequestTimeTooSkewed    |now - x-amz-date| > 15 min (header), or a
+//                                               presigned URL dated > 15 min in the future
+//   OutOfRange         kAccessDenied            presigned URL past its expiry
+//   InvalidArgument    kAuthorizationHeaderMalformed / kInvalidRequest  malformed
 //
 // Checks `request` against `auth` (from the Parse functions above, for this same request) with
 // the key holder's `secret_key` at `now_seconds` (Unix). In header mode the payload hash is the
@@ -190,7 +190,8 @@ class ChunkVerifier {
   ChunkVerifier(const ParsedAuth& auth, std::string_view secret_key);
 
   // Checks `chunk_signature` against the chunk whose data hashes to `chunk_sha256_hex` and, on
-  // success only, advances the chain. PermissionDenied("SignatureDoesNotMatch: ...") otherwise.
+  // success only, advances the chain. PermissionDenied(Reason::kSignatureDoesNotMatch, "...")
+  // otherwise.
   Status Verify(std::string_view chunk_signature, std::string_view chunk_sha256_hex);
 
   // The signature a well-behaved client sends for the next chunk (tests, and a client side).

@@ -47,8 +47,11 @@ Status ParseAndVerify(const Request& r, std::string_view secret = kSecret,
   return VerifyRequest(*auth, r, secret, now);
 }
 
+// Whether "<reason>: <message>" starts with `prefix` ("SignatureDoesNotMatch", or with the
+// start of the message: "AccessDenied: Request has expired").
 bool StartsWith(const Status& s, std::string_view prefix) {
-  return s.message().rfind(prefix, 0) == 0;
+  const std::string described = std::string(ReasonName(s.reason())) + ": " + s.message();
+  return described.rfind(prefix, 0) == 0;
 }
 
 // ---- The single-chunk header examples --------------------------------------------------

@@ -47,9 +47,123 @@ std::string_view StatusCodeName(StatusCode code) {
   return "Unknown";
 }
 
+std::string_view ReasonName(Reason reason) {
+  switch (reason) {
+    case Reason::kNone:
+      return "";
+    case Reason::kAccessDenied:
+      return "AccessDenied";
+    case Reason::kAuthorizationHeaderMalformed:
+      return "AuthorizationHeaderMalformed";
+    case Reason::kAuthorizationQueryParametersError:
+      return "AuthorizationQueryParametersError";
+    case Reason::kBadDigest:
+      return "BadDigest";
+    case Reason::kBucketAlreadyExists:
+      return "BucketAlreadyExists";
+    case Reason::kBucketAlreadyOwnedByYou:
+      return "BucketAlreadyOwnedByYou";
+    case Reason::kBucketNotEmpty:
+      return "BucketNotEmpty";
+    case Reason::kEntityTooLarge:
+      return "EntityTooLarge";
+    case Reason::kEntityTooSmall:
+      return "EntityTooSmall";
+    case Reason::kIncompleteBody:
+      return "IncompleteBody";
+    case Reason::kInsufficientStorage:
+      return "InsufficientStorage";
+    case Reason::kInternalError:
+      return "InternalError";
+    case Reason::kInvalidAccessKeyId:
+      return "InvalidAccessKeyId";
+    case Reason::kInvalidArgument:
+      return "InvalidArgument";
+    case Reason::kInvalidBucketName:
+      return "InvalidBucketName";
+    case Reason::kInvalidDigest:
+      return "InvalidDigest";
+    case Reason::kInvalidObjectState:
+      return "InvalidObjectState";
+    case Reason::kInvalidPart:
+      return "InvalidPart";
+    case Reason::kInvalidPartNumber:
+      return "InvalidPartNumber";
+    case Reason::kInvalidPartOrder:
+      return "InvalidPartOrder";
+    case Reason::kInvalidRange:
+      return "InvalidRange";
+    case Reason::kInvalidRequest:
+      return "InvalidRequest";
+    case Reason::kKeyTooLongError:
+      return "KeyTooLongError";
+    case Reason::kMalformedXML:
+      return "MalformedXML";
+    case Reason::kMetadataTooLarge:
+      return "MetadataTooLarge";
+    case Reason::kMethodNotAllowed:
+      return "MethodNotAllowed";
+    case Reason::kMissingContentLength:
+      return "MissingContentLength";
+    case Reason::kNoSuchBucket:
+      return "NoSuchBucket";
+    case Reason::kNoSuchKey:
+      return "NoSuchKey";
+    case Reason::kNoSuchUpload:
+      return "NoSuchUpload";
+    case Reason::kNoSuchVersion:
+      return "NoSuchVersion";
+    case Reason::kNotImplemented:
+      return "NotImplemented";
+    case Reason::kObjectConflict:
+      return "ObjectConflict";
+    case Reason::kOperationAborted:
+      return "OperationAborted";
+    case Reason::kPreconditionFailed:
+      return "PreconditionFailed";
+    case Reason::kRequestHeaderSectionTooLarge:
+      return "RequestHeaderSectionTooLarge";
+    case Reason::kRequestTimeTooSkewed:
+      return "RequestTimeTooSkewed";
+    case Reason::kServiceUnavailable:
+      return "ServiceUnavailable";
+    case Reason::kSignatureDoesNotMatch:
+      return "SignatureDoesNotMatch";
+    case Reason::kXAmzContentSHA256Mismatch:
+      return "XAmzContentSHA256Mismatch";
+    case Reason::kUnauthenticated:
+      return "Unauthenticated";
+    case Reason::kInvalidCredentials:
+      return "InvalidCredentials";
+    case Reason::kNoSuchEndpoint:
+      return "NoSuchEndpoint";
+    case Reason::kPayloadTooLarge:
+      return "PayloadTooLarge";
+    case Reason::kMalformedJSON:
+      return "MalformedJSON";
+    case Reason::kUnknownSpoke:
+      return "UnknownSpoke";
+    case Reason::kTooLarge:
+      return "TooLarge";
+  }
+  return "";
+}
+
+Reason ReasonFromName(std::string_view name) {
+  if (name.empty()) return Reason::kNone;
+  for (int r = 1; r <= static_cast<int>(Reason::kTooLarge); ++r) {
+    if (ReasonName(static_cast<Reason>(r)) == name) return static_cast<Reason>(r);
+  }
+  return Reason::kNone;
+}
+
 std::string Status::ToString() const {
   if (ok()) return "OK";
   std::string out(StatusCodeName(code_));
+  if (reason_ != Reason::kNone) {
+    out += ": ";
+    out += ReasonName(reason_);
+  }
   if (!message_.empty()) {
     out += ": ";
     out += message_;
@@ -62,7 +176,7 @@ Status Status::WithContext(std::string_view context) const {
   std::string m(context);
   m += ": ";
   m += message_;
-  return Status(code_, std::move(m));
+  return Status(code_, reason_, std::move(m));
 }
 
 Status ErrnoToStatus(int err, std::string_view context) {

@@ -1,5 +1,5 @@
-// ChunkId: the SHA-256 of a chunk's plaintext, and the hashing helpers built on OpenSSL EVP
-// (which uses SHA-NI where the CPU has it). Values are plain and thread-safe; hashers are not.
+// ChunkId: the SHA-256 of a chunk's plaintext (base/hash.h hashes it). A plain value;
+// thread-safe.
 #pragma once
 
 #include <array>
@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "base/bytes.h"
+#include "base/hash.h"
 
 namespace weft {
 
@@ -47,39 +48,6 @@ struct ChunkIdHash {
     return h;
   }
 };
-
-// Incremental hashers over OpenSSL EVP. Not copyable; one thread at a time.
-class Sha256Hasher {
- public:
-  Sha256Hasher();
-  ~Sha256Hasher();
-  Sha256Hasher(const Sha256Hasher&) = delete;
-  Sha256Hasher& operator=(const Sha256Hasher&) = delete;
-  void Update(ByteSpan data);
-  std::array<uint8_t, 32> Finish();
-
- private:
-  struct Ctx;
-  std::unique_ptr<Ctx> ctx_;
-};
-
-class Md5Hasher {
- public:
-  Md5Hasher();
-  ~Md5Hasher();
-  Md5Hasher(const Md5Hasher&) = delete;
-  Md5Hasher& operator=(const Md5Hasher&) = delete;
-  void Update(ByteSpan data);
-  std::array<uint8_t, 16> Finish();
-
- private:
-  struct Ctx;
-  std::unique_ptr<Ctx> ctx_;
-};
-
-std::string Md5Hex(ByteSpan data);
-// Lower-case hex SHA-256 of `data` (SigV4's payload and canonical-request hashes).
-std::string Sha256Hex(ByteSpan data);
 
 }  // namespace weft
 

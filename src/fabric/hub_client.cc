@@ -173,7 +173,7 @@ Status HubClient::Reattach(const std::string& forgotten_id) {
     request = attached_;
     on_forgotten = on_forgotten_;
   }
-  if (!request) return FailedPrecondition("UnknownSpoke: this spoke never attached");
+  if (!request) return FailedPrecondition(Reason::kUnknownSpoke, "this spoke never attached");
   if (on_forgotten) on_forgotten();
   return Attach(*request).status();
 }
@@ -182,7 +182,7 @@ template <typename Fn>
 auto HubClient::WithSpokeId(Fn&& send) -> decltype(send(std::string())) {
   std::string id = spoke_id();
   auto result = send(id);
-  if (result.ok() || !result.status().message().starts_with("UnknownSpoke")) return result;
+  if (result.ok() || result.status().reason() != Reason::kUnknownSpoke) return result;
   WEFT_RETURN_IF_ERROR(Reattach(id));
   return send(spoke_id());
 }

@@ -49,7 +49,7 @@ int HttpStatusOf(const Status& s) {
     case StatusCode::kInvalidArgument:
       return 400;
     case StatusCode::kPermissionDenied:
-      return s.message().starts_with("Unauthenticated") ? 401 : 403;
+      return s.reason() == Reason::kUnauthenticated ? 401 : 403;
     case StatusCode::kNotFound:
       return 404;
     case StatusCode::kAlreadyExists:
@@ -253,8 +253,9 @@ Result<SpokeRecord> HubService::FindSpoke(const Call& call, const std::string& i
   std::lock_guard lock(mu_);
   auto it = spokes_.find(id);
   if (it == spokes_.end() || it->second.user != call.ctx.principal) {
-    return FailedPrecondition("UnknownSpoke: spoke '" + id.substr(0, 40) +
-                              "' is not attached for this user; attach again");
+    return FailedPrecondition(
+        Reason::kUnknownSpoke,
+        "spoke '" + id.substr(0, 40) + "' is not attached for this user; attach again");
   }
   return it->second;
 }
@@ -285,8 +286,9 @@ Status HubService::CheckResidency(const RequestContext& ctx, const std::vector<s
       if (!info.ok() || info->type != FileType::kDirectory) break;
       auto it = info->attributes.find(kResidencyAttribute);
       if (it != info->attributes.end() && !SiteMayHold(tags, SplitSiteTags(it->second))) {
-        return PermissionDenied("AccessDenied: " + prefix + " is resident to sites tagged '" +
-                                it->second + "'; site '" + ctx.site + "' is not");
+        return PermissionDenied(Reason::kAccessDenied, prefix + " is resident to sites tagged '" +
+                                                           it->second + "'; site '" + ctx.site +
+                                                           "' is not");
       }
       if (i == parts.size()) break;
       prefix += (prefix == "/" ? "" : "/") + parts[i];
@@ -589,8 +591,9 @@ Status HubService::Manifest(Call& call) {
         }
         entries.push_back(std::move(j));
         if (entries.size() > max_entries) {
-          return FailedPrecondition("TooLarge: snapshot '" + name + "' has more than " +
-                                    std::to_string(max_entries) + " entries; list it instead");
+          return FailedPrecondition(Reason::kTooLarge, "snapshot '" + name + "' has more than " +
+                                                           std::to_string(max_entries) +
+                                                           " entries; list it instead");
         }
       }
     }
@@ -868,7 +871,8 @@ Status HubService::UploadChunks(Call& call) {
     upload->last_used = options_.clock->SteadyNow();
   }
   if (upload->user != call.ctx.principal || upload->path != path) {
-    return PermissionDenied("AccessDenied: upload session belongs to another user or path");
+    return PermissionDenied(Reason::kAccessDenied,
+                            "upload session belongs to another user or path");
   }
   std::lock_guard lock(upload->mu);
   if (!upload->staging) {

@@ -202,8 +202,8 @@ class PortalVolumeImpl final : public PortalVolume, private DataStore {
         SiteMayHold(options_.tags, SplitSiteTags(it->second))) {
       return OkStatus();
     }
-    return PermissionDenied("AccessDenied: " + local + " is resident to sites tagged '" +
-                            it->second + "'; this site is not");
+    return PermissionDenied(Reason::kAccessDenied, local + " is resident to sites tagged '" +
+                                                       it->second + "'; this site is not");
   }
 
   Result<ReadDirPage> ReadDir(const RequestContext&, const std::string& path,

@@ -91,9 +91,11 @@ Result<T> Decode(std::string_view what, Fn&& fn) {
 }  // namespace
 
 json StatusToJson(const Status& status) {
-  return {{"code", static_cast<int>(status.code())},
-          {"name", StatusCodeName(status.code())},
-          {"message", status.message()}};
+  json j = {{"code", static_cast<int>(status.code())},
+            {"name", StatusCodeName(status.code())},
+            {"message", status.message()}};
+  if (status.reason() != Reason::kNone) j["reason"] = ReasonName(status.reason());
+  return j;
 }
 
 Status StatusFromJson(const json& j) {
@@ -103,7 +105,9 @@ Status StatusFromJson(const json& j) {
     if (code <= 0 || code > static_cast<int>(StatusCode::kUnimplemented)) {
       return Internal("hub error: " + message);
     }
-    return Status(static_cast<StatusCode>(code), std::move(message));
+    // A reason this build does not know is dropped: the code still says what kind of error.
+    Reason reason = ReasonFromName(j.value("reason", std::string()));
+    return Status(static_cast<StatusCode>(code), reason, std::move(message));
   } catch (const json::exception& e) {
     return InvalidArgument(std::string("malformed error from the hub: ") + e.what());
   }

@@ -68,7 +68,8 @@ inline constexpr uint64_t kMaxInlineBytes = 4 << 20;
 // Chunk ids a lookup's 'have' may name (the chunks of one small file).
 inline constexpr size_t kMaxHaveIds = 256;
 
-// Status <-> {"code": <int>, "name": "NotFound", "message": "..."}.
+// Status <-> {"code": <int>, "name": "NotFound", "message": "...", "reason": "NoSuchKey"}
+// ("reason" only when the Status has one).
 json StatusToJson(const Status& status);
 Status StatusFromJson(const json& j);
 

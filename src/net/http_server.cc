@@ -455,7 +455,7 @@ class BodyReaderImpl final : public BodyReader {
 
  private:
   Status Fail(std::string why) {
-    error_ = InvalidArgument("IncompleteBody: " + why);
+    error_ = InvalidArgument(Reason::kIncompleteBody, why);
     return *error_;
   }
 

@@ -46,7 +46,7 @@ class BodyReader {
  public:
   virtual ~BodyReader() = default;
   // Reads up to out.size() bytes into `out`; 0 at the end of the body. InvalidArgument
-  // ("IncompleteBody: ...") when the peer stops sending before the declared length, or the
+  // (Reason::kIncompleteBody) when the peer stops sending before the declared length, or the
   // chunked encoding is malformed; the request must then fail and change nothing.
   virtual Result<size_t> Read(std::span<char> out) = 0;
   // Bytes of body consumed so far.

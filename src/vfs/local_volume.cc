@@ -19,6 +19,10 @@
 
 namespace weft {
 
+bool ChunkRef::is_hole() const {
+  return ZeroChunkLength(id).has_value();
+}
+
 std::string ChunksEtag(const std::vector<ChunkRef>& chunks) {
   std::string ids;
   ids.reserve(chunks.size() * 32);

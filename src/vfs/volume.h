@@ -180,6 +180,8 @@ struct WriteOptions {
 struct ChunkRef {
   ChunkId id;
   uint32_t length = 0;
+  // A run of zeros (a hole): never stored, fetched or read from disk (chunk/zero_chunks.h).
+  bool is_hole() const;
 };
 
 inline constexpr uint64_t kMaxHoleMd5Bytes = 64 << 20;

@@ -472,7 +472,7 @@ Result<std::shared_ptr<const SnapshotView>> SpokeMetadata::Pinned(const std::str
   if (view) args["if_sequence"] = view->sequence;
   Result<json> reply = hub_->Call("manifest", args);
   if (!reply.ok()) {
-    if (reply.status().message().starts_with("TooLarge")) {
+    if (reply.status().reason() == Reason::kTooLarge) {
       std::lock_guard lock(pinned_mu_);
       unpinnable_.insert(name);
       return std::shared_ptr<const SnapshotView>();

@@ -23,7 +23,6 @@
 #include <tuple>
 #include <unordered_map>
 
-#include "chunk/zero_chunks.h"
 #include "frontends/fuse/node_table.h"
 #include "frontends/fuse/process_jobs.h"
 #include "vfs/path.h"
@@ -697,12 +696,12 @@ class FuseMountImpl final : public FuseMount {
         const std::vector<ChunkRef>& chunks = (*reader)->chunks();
         uint64_t offset = 0;
         for (size_t i = 0; i < chunks.size();) {
-          if (ZeroChunkLength(chunks[i].id)) {
+          if (chunks[i].is_hole()) {
             offset += chunks[i++].length;
             continue;
           }
           uint64_t run = 0;  // the data chunks from i on, read as one range
-          for (; i < chunks.size() && !ZeroChunkLength(chunks[i].id); ++i) run += chunks[i].length;
+          for (; i < chunks.size() && !chunks[i].is_hole(); ++i) run += chunks[i].length;
           for (const uint64_t end = offset + run; offset < end;) {
             if (Interrupted(req)) return InterruptedError();
             WEFT_ASSIGN_OR_RETURN(

@@ -39,28 +39,25 @@ struct ApiError {
   std::string message;
 };
 
-struct PrefixedCode {
-  std::string_view code;
+struct ReasonCode {
+  Reason reason;
   int http_status;
 };
 
-// Codes a message may name itself ("Unauthenticated: ..."), for distinctions the StatusCode
-// does not carry: 401 against 403, 405, 413, malformed JSON.
-constexpr std::array kPrefixedCodes = {
-    PrefixedCode{"Unauthenticated", 401},  PrefixedCode{"InvalidCredentials", 401},
-    PrefixedCode{"AccessDenied", 403},     PrefixedCode{"NoSuchEndpoint", 404},
-    PrefixedCode{"MethodNotAllowed", 405}, PrefixedCode{"PayloadTooLarge", 413},
-    PrefixedCode{"MalformedJSON", 400},
+// Reasons the API answers as themselves, for distinctions the StatusCode does not carry: 401
+// against 403, 405, 413, malformed JSON.
+constexpr std::array kReasonCodes = {
+    ReasonCode{Reason::kUnauthenticated, 401},  ReasonCode{Reason::kInvalidCredentials, 401},
+    ReasonCode{Reason::kAccessDenied, 403},     ReasonCode{Reason::kNoSuchEndpoint, 404},
+    ReasonCode{Reason::kMethodNotAllowed, 405}, ReasonCode{Reason::kPayloadTooLarge, 413},
+    ReasonCode{Reason::kMalformedJSON, 400},
 };
 
 ApiError ErrorFromStatus(const Status& status) {
-  std::string_view message = status.message();
-  size_t colon = message.find(": ");
-  if (colon != std::string_view::npos) {
-    for (const PrefixedCode& known : kPrefixedCodes) {
-      if (message.substr(0, colon) == known.code) {
-        return {known.http_status, std::string(known.code), std::string(message.substr(colon + 2))};
-      }
+  const std::string& message = status.message();
+  for (const ReasonCode& known : kReasonCodes) {
+    if (status.reason() == known.reason) {
+      return {known.http_status, std::string(ReasonName(known.reason)), message};
     }
   }
   auto error = [&](int http_status, std::string_view code) {
@@ -147,7 +144,7 @@ struct ApiRequest {
 Result<ApiRequest> ParseApiRequest(const net::HttpRequest& http) {
   std::string_view path = http.path;
   if (!path.starts_with(kApiPrefix)) {
-    return NotFound("NoSuchEndpoint: the API lives under " + std::string(kApiPrefix));
+    return NotFound(Reason::kNoSuchEndpoint, "the API lives under " + std::string(kApiPrefix));
   }
   ApiRequest r;
   r.method = http.method;
@@ -156,7 +153,7 @@ Result<ApiRequest> ParseApiRequest(const net::HttpRequest& http) {
   while (true) {
     size_t slash = path.find('/');
     std::string_view raw = path.substr(0, slash);
-    if (raw.empty()) return NotFound("NoSuchEndpoint: " + http.path.substr(0, 200));
+    if (raw.empty()) return NotFound(Reason::kNoSuchEndpoint, http.path.substr(0, 200));
     WEFT_ASSIGN_OR_RETURN(std::string segment, sigv4::UriDecode(raw, false));
     r.segments.push_back(std::move(segment));
     if (slash == std::string_view::npos) break;
@@ -176,26 +173,28 @@ Result<ApiRequest> ParseApiRequest(const net::HttpRequest& http) {
 
 // The body as a JSON object; no body is an empty object.
 Result<json> ReadJsonBody(const net::HttpRequest& http, net::BodyReader& body) {
-  const std::string too_large =
-      "PayloadTooLarge: request bodies are limited to " + std::to_string(kMaxBodyBytes) + " bytes";
-  if (http.content_length && *http.content_length > kMaxBodyBytes) {
-    return InvalidArgument(too_large);
-  }
+  const Status too_large =
+      InvalidArgument(Reason::kPayloadTooLarge,
+                      "request bodies are limited to " + std::to_string(kMaxBodyBytes) + " bytes");
+  if (http.content_length && *http.content_length > kMaxBodyBytes) return too_large;
   std::string text;
   std::array<char, 64 << 10> buffer;
   while (true) {
     WEFT_ASSIGN_OR_RETURN(size_t n, body.Read(buffer));
     if (n == 0) break;
-    if (text.size() + n > kMaxBodyBytes) return InvalidArgument(too_large);
+    if (text.size() + n > kMaxBodyBytes) return too_large;
     text.append(buffer.data(), n);
   }
   if (text.empty()) return json::object();
   if (!JsonNestingWithin(text, kMaxJsonDepth)) {
-    return InvalidArgument("MalformedJSON: nested deeper than " + std::to_string(kMaxJsonDepth));
+    return InvalidArgument(Reason::kMalformedJSON,
+                           "nested deeper than " + std::to_string(kMaxJsonDepth));
   }
   json parsed = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (parsed.is_discarded()) return InvalidArgument("MalformedJSON: the body is not valid JSON");
-  if (!parsed.is_object()) return InvalidArgument("MalformedJSON: the body must be a JSON object");
+  if (parsed.is_discarded())
+    return InvalidArgument(Reason::kMalformedJSON, "the body is not valid JSON");
+  if (!parsed.is_object())
+    return InvalidArgument(Reason::kMalformedJSON, "the body must be a JSON object");
   return parsed;
 }
 
@@ -473,11 +472,11 @@ Result<Reply> GetResidency(Call& c) {
 Result<Reply> SetResidency(Call& c) {
   WEFT_RETURN_IF_ERROR(CheckFields(c.body, {"tags"}));
   if (!c.body.contains("tags") || !c.body["tags"].is_array()) {
-    return InvalidArgument("InvalidRequest: 'tags' must be an array of strings");
+    return InvalidArgument(Reason::kInvalidRequest, "'tags' must be an array of strings");
   }
   std::string joined;
   for (const json& tag : c.body["tags"]) {
-    if (!tag.is_string()) return InvalidArgument("InvalidRequest: 'tags' must be strings");
+    if (!tag.is_string()) return InvalidArgument(Reason::kInvalidRequest, "'tags' must be strings");
     WEFT_RETURN_IF_ERROR(ValidateSiteTag(tag.get<std::string>()));
     joined += (joined.empty() ? "" : ",") + tag.get<std::string>();
   }
@@ -562,19 +561,19 @@ Result<Reply> DeleteSnapshot(Call& c) {
 }
 
 Result<Reply> ListSpokes(Call& c) {
-  if (!c.spokes) return NotFound("NoSuchEndpoint: this server keeps no spoke registry");
+  if (!c.spokes) return NotFound(Reason::kNoSuchEndpoint, "this server keeps no spoke registry");
   return Ok({{"spokes", c.spokes()}});
 }
 
 Result<Reply> CacheStats(Call& c) {
   if (!c.cache.stats)
-    return NotFound("NoSuchEndpoint: this server runs no NeuralCache (a spoke does)");
+    return NotFound(Reason::kNoSuchEndpoint, "this server runs no NeuralCache (a spoke does)");
   return Ok(c.cache.stats());
 }
 
 Result<Reply> CacheHints(Call& c) {
   if (!c.cache.hint)
-    return NotFound("NoSuchEndpoint: this server runs no NeuralCache (a spoke does)");
+    return NotFound(Reason::kNoSuchEndpoint, "this server runs no NeuralCache (a spoke does)");
   WEFT_ASSIGN_OR_RETURN(json result, c.cache.hint(c.ctx, c.route.target.path, c.body));
   return Ok(std::move(result));
 }
@@ -615,8 +614,8 @@ Status PickMethod(const std::string& method, std::initializer_list<MethodHandler
     if (!allowed.empty()) allowed += ", ";
     allowed += option.method;
   }
-  return Status(StatusCode::kUnimplemented, "MethodNotAllowed: use " + allowed +
-                                                " on this endpoint, not " + method.substr(0, 20));
+  return Status(StatusCode::kUnimplemented, Reason::kMethodNotAllowed,
+                "use " + allowed + " on this endpoint, not " + method.substr(0, 20));
 }
 
 bool Is(const std::vector<std::string>& segments, std::initializer_list<std::string_view> shape) {
@@ -730,8 +729,8 @@ Result<Route> RouteRequest(const ApiRequest& r, const json& body, Volume& volume
     route.needed = auth::kRead;
     route.resource = route.target.DirectoryResource();
   } else {
-    return NotFound("NoSuchEndpoint: no endpoint " + std::string(kApiPrefix) +
-                    (s.empty() ? "" : s[0].substr(0, 40)) + "...");
+    return NotFound(Reason::kNoSuchEndpoint, "no endpoint " + std::string(kApiPrefix) +
+                                                 (s.empty() ? "" : s[0].substr(0, 40)) + "...");
   }
   for (const sigv4::QueryParam& p : r.query) {
     bool known = false;

@@ -16,7 +16,7 @@ constexpr size_t kMaxLine = 4096;
 constexpr size_t kMaxTrailerBytes = 16 << 10;
 
 Status Incomplete(std::string why) {
-  return InvalidArgument("IncompleteBody: " + why);
+  return InvalidArgument(Reason::kIncompleteBody, why);
 }
 
 // CRC-32C (Castagnoli), reflected, as S3's x-amz-checksum-crc32c.
@@ -164,10 +164,12 @@ Status AwsChunkedDecoder::ReadTrailers() {
   }
   if (checksum_) {
     if (!sent)
-      return InvalidArgument("InvalidRequest: the " + checksum_->header() + " trailer is missing");
+      return InvalidArgument(Reason::kInvalidRequest,
+                             "the " + checksum_->header() + " trailer is missing");
     if (*sent != checksum_->Base64Value()) {
-      return InvalidArgument("BadDigest: the " + checksum_->header() +
-                             " you specified did not match the calculated checksum");
+      return InvalidArgument(
+          Reason::kBadDigest,
+          "the " + checksum_->header() + " you specified did not match the calculated checksum");
     }
   }
   return OkStatus();

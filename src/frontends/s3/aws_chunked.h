@@ -13,8 +13,8 @@
 #include <string>
 
 #include "auth/sigv4.h"
+#include "base/hash.h"
 #include "base/status.h"
-#include "chunk/chunk_id.h"
 
 namespace weft::s3 {
 

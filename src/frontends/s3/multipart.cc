@@ -8,7 +8,7 @@
 
 #include "base/bytes.h"
 #include "base/clock.h"
-#include "chunk/chunk_id.h"
+#include "base/hash.h"
 #include "frontends/s3/call.h"
 #include "frontends/s3/xml.h"
 
@@ -62,9 +62,9 @@ std::string S3Frontend::Call::UploadDir(const std::string& upload_id) const {
 
 Result<FileInfo> S3Frontend::Call::FindUpload(const std::string& upload_id) {
   auto missing = [] {
-    return NotFound(
-        "NoSuchUpload: The specified upload does not exist. The upload ID may be invalid, or "
-        "the upload may have been aborted or completed.");
+    return NotFound(Reason::kNoSuchUpload,
+                    "The specified upload does not exist. The upload ID may be invalid, or "
+                    "the upload may have been aborted or completed.");
   };
   if (!IsUploadId(upload_id)) return missing();
   auto info = volume().Stat(ctx_, UploadDir(upload_id));
@@ -84,7 +84,7 @@ void S3Frontend::Call::CreateMultipartUpload() {
   auto bucket = StatBucket(request_.bucket);
   if (!bucket.ok()) return SendStatus(bucket.status(), Missing::kBucket);
   if (request_.key.starts_with(".weft/") || request_.key.ends_with('/')) {
-    return SendError(MakeError("InvalidRequest", "cannot upload to this key"));
+    return SendError(MakeError(Reason::kInvalidRequest, "cannot upload to this key"));
   }
   auto attributes = AttributesFromHeaders();
   if (!attributes.ok()) return SendStatus(attributes.status());
@@ -119,12 +119,13 @@ void S3Frontend::Call::UploadPart(const std::optional<CopySource>& copy_source) 
   std::string part_path = UploadDir(upload_id) + "/" + PartName(*part);
   if (!copy_source) {
     if (!request_.http->content_length && !request_.http->chunked) {
-      return SendError(MakeError("MissingContentLength", "You must provide the Content-Length"));
+      return SendError(
+          MakeError(Reason::kMissingContentLength, "You must provide the Content-Length"));
     }
     auto payload = Payload();
     if (!payload.ok()) return SendStatus(payload.status());
     if ((*payload)->declared_length() && *(*payload)->declared_length() > kMaxPartBytes) {
-      return SendError(MakeError("EntityTooLarge", "a part may be at most 5 GiB"));
+      return SendError(MakeError(Reason::kEntityTooLarge, "a part may be at most 5 GiB"));
     }
     WriteOptions opts;
     opts.etag = (*payload)->declared_md5_hex();  // checked against the bytes before commit
@@ -150,10 +151,10 @@ void S3Frontend::Call::UploadPart(const std::optional<CopySource>& copy_source) 
     char tail = 0;
     if (sscanf(std::string(*range).c_str(), "bytes=%llu-%llu%c", &a, &b, &tail) != 2 || a > b) {
       return SendError(
-          MakeError("InvalidArgument", "x-amz-copy-source-range must be bytes=first-last"));
+          MakeError(Reason::kInvalidArgument, "x-amz-copy-source-range must be bytes=first-last"));
     }
     if (b >= size) {
-      return SendError(MakeError("InvalidRange",
+      return SendError(MakeError(Reason::kInvalidRange,
                                  "The x-amz-copy-source-range is past the end "
                                  "of the source object (" +
                                      std::to_string(size) + " bytes)"));
@@ -162,7 +163,7 @@ void S3Frontend::Call::UploadPart(const std::optional<CopySource>& copy_source) 
     end = b + 1;
   }
   if (end - first > kMaxPartBytes) {
-    return SendError(MakeError("EntityTooLarge", "a part may be at most 5 GiB"));
+    return SendError(MakeError(Reason::kEntityTooLarge, "a part may be at most 5 GiB"));
   }
   auto writer = volume().OpenWriter(ctx_, part_path, WriteOptions{});
   if (!writer.ok()) return SendStatus(writer.status());
@@ -195,25 +196,28 @@ struct PartList {
 
 Result<PartList> ParsePartList(const XmlDocument& doc) {
   std::vector<XmlElement> parts = doc.root().Children("Part");
-  if (parts.empty()) return InvalidArgument("MalformedXML: You must specify at least one part");
+  if (parts.empty())
+    return InvalidArgument(Reason::kMalformedXML, "You must specify at least one part");
   // The list's shape first (S3 reports a misordered list as such, whatever the parts hold).
   PartList list;
   std::string md5s;
   for (const XmlElement& part : parts) {
     auto number_element = part.Child("PartNumber");
     if (!number_element || !part.Child("ETag")) {
-      return InvalidArgument("MalformedXML: each Part needs PartNumber and ETag");
+      return InvalidArgument(Reason::kMalformedXML, "each Part needs PartNumber and ETag");
     }
     auto number = ParseIntParam("PartNumber", number_element->text(), 1, kMaxParts);
-    if (!number.ok()) return InvalidArgument("InvalidPart: " + number.status().message());
+    if (!number.ok()) return InvalidArgument(Reason::kInvalidPart, number.status().message());
     if (!list.numbers.empty() && *number <= list.numbers.back()) {
-      return InvalidArgument("InvalidPartOrder: The list of parts was not in ascending order.");
+      return InvalidArgument(Reason::kInvalidPartOrder,
+                             "The list of parts was not in ascending order.");
     }
     list.numbers.push_back(*number);
     list.etags.push_back(UnquoteEtag(part.Child("ETag")->text()));
     auto raw = FromHex(list.etags.back());
     if (!raw || raw->size() != 16) {
-      return InvalidArgument("InvalidPart: part " + std::to_string(*number) + " has no MD5 ETag");
+      return InvalidArgument(Reason::kInvalidPart,
+                             "part " + std::to_string(*number) + " has no MD5 ETag");
     }
     md5s += *raw;
   }
@@ -254,11 +258,12 @@ void S3Frontend::Call::CompleteMultipartUpload() {
     const int64_t number = numbers[i];
     auto reader = volume().OpenReader(ctx_, dir + "/" + PartName(number));
     if (!reader.ok() || (*reader)->info().etag != etags[i]) {
-      return SendError(MakeError("InvalidPart", "part " + std::to_string(number) +
-                                                    " was not uploaded or its ETag differs"));
+      return SendError(
+          MakeError(Reason::kInvalidPart,
+                    "part " + std::to_string(number) + " was not uploaded or its ETag differs"));
     }
     if (i + 1 < parts && (*reader)->info().size < kMinPartBytes) {
-      return SendError(MakeError("EntityTooSmall",
+      return SendError(MakeError(Reason::kEntityTooSmall,
                                  "Your proposed upload is smaller than the minimum allowed "
                                  "size: every part but the last must be at least 5 MiB"));
     }

@@ -41,8 +41,8 @@ std::string S3Request::VolumePath() const {
 
 Status ValidateBucketName(std::string_view b) {
   auto bad = [&](std::string_view why) {
-    return InvalidArgument("InvalidBucketName: bucket name '" + std::string(b) + "' " +
-                           std::string(why));
+    return InvalidArgument(Reason::kInvalidBucketName,
+                           "bucket name '" + std::string(b) + "' " + std::string(why));
   };
   if (b.size() < 3 || b.size() > 63) return bad("must be 3 to 63 characters long");
   for (char c : b) {
@@ -76,12 +76,12 @@ Status ValidateBucketName(std::string_view b) {
 
 Status ValidateKey(std::string_view key) {
   if (key.size() > kMaxKeyBytes) {
-    return InvalidArgument("KeyTooLongError: keys are at most 1024 bytes");
+    return InvalidArgument(Reason::kKeyTooLongError, "keys are at most 1024 bytes");
   }
   // A key must survive XML listings, which cannot carry bytes that are not UTF-8 (AWS refuses
   // them the same way).
   if (!IsValidUtf8(key)) {
-    return InvalidArgument("InvalidArgument: keys must be valid UTF-8");
+    return InvalidArgument(Reason::kInvalidArgument, "keys must be valid UTF-8");
   }
   size_t start = 0;
   while (start <= key.size()) {
@@ -91,19 +91,20 @@ Status ValidateKey(std::string_view key) {
     bool last = end == key.size();
     // One trailing '/' names a directory ("photos/"), as S3 consoles create them.
     if (segment.empty() && !(last && start > 0)) {
-      return InvalidArgument("InvalidArgument: key '" + std::string(key) +
-                             "' has an empty path segment");
+      return InvalidArgument(Reason::kInvalidArgument,
+                             "key '" + std::string(key) + "' has an empty path segment");
     }
     if (segment == "." || segment == "..") {
-      return InvalidArgument("InvalidArgument: key '" + std::string(key) +
-                             "' has a '.' or '..' segment");
+      return InvalidArgument(Reason::kInvalidArgument,
+                             "key '" + std::string(key) + "' has a '.' or '..' segment");
     }
     if (segment.size() > 255) {
-      return InvalidArgument("KeyTooLongError: a key segment between '/' is at most 255 bytes");
+      return InvalidArgument(Reason::kKeyTooLongError,
+                             "a key segment between '/' is at most 255 bytes");
     }
     if (segment.find('\0') != std::string_view::npos ||
         segment.find('\\') != std::string_view::npos) {
-      return InvalidArgument("InvalidArgument: keys may not contain NUL or '\\'");
+      return InvalidArgument(Reason::kInvalidArgument, "keys may not contain NUL or '\\'");
     }
     start = end + 1;
   }
@@ -116,23 +117,23 @@ Result<S3Request> ParseS3Request(const net::HttpRequest& http) {
   request.method = http.method;
   WEFT_ASSIGN_OR_RETURN(request.path, sigv4::UriDecode(http.path, /*plus_is_space=*/false));
   if (request.path.empty() || request.path[0] != '/') {
-    return InvalidArgument("InvalidRequest: the request path must start with '/'");
+    return InvalidArgument(Reason::kInvalidRequest, "the request path must start with '/'");
   }
   if (request.path.find('\0') != std::string::npos) {
-    return InvalidArgument("InvalidArgument: the request path contains NUL");
+    return InvalidArgument(Reason::kInvalidArgument, "the request path contains NUL");
   }
   auto query = sigv4::ParseQueryString(http.query);
-  if (!query.ok()) return InvalidArgument("InvalidArgument: " + query.status().message());
+  if (!query.ok()) return InvalidArgument(Reason::kInvalidArgument, query.status().message());
   request.query = std::move(query).value();
 
   std::string_view rest = std::string_view(request.path).substr(1);
   if (rest.starts_with('/')) {
-    return InvalidArgument("InvalidRequest: the request path has an empty bucket name");
+    return InvalidArgument(Reason::kInvalidRequest, "the request path has an empty bucket name");
   }
   for (const char* name : {"prefix", "delimiter", "marker", "start-after"}) {
     if (auto value = request.Query(name); value && !IsValidUtf8(*value)) {
-      return InvalidArgument("InvalidArgument: the " + std::string(name) +
-                             " parameter must be valid UTF-8");
+      return InvalidArgument(Reason::kInvalidArgument,
+                             "the " + std::string(name) + " parameter must be valid UTF-8");
     }
   }
   size_t slash = rest.find('/');
@@ -143,8 +144,9 @@ Result<S3Request> ParseS3Request(const net::HttpRequest& http) {
   if (const std::string_view k = request.key;
       k.starts_with(kUploadsDirName) &&
       (k.size() == kUploadsDirName.size() || k[kUploadsDirName.size()] == '/')) {
-    return InvalidArgument("InvalidArgument: keys under " + std::string(kUploadsDirName) +
-                           "/ are reserved for multipart uploads in progress");
+    return InvalidArgument(Reason::kInvalidArgument,
+                           "keys under " + std::string(kUploadsDirName) +
+                               "/ are reserved for multipart uploads in progress");
   }
   return request;
 }
@@ -161,9 +163,9 @@ Result<Identity> Authenticate(const S3Request& request, auth::IdentityStore& ide
   // Signature Version 2 would otherwise look anonymous; say plainly what to change.
   if (request.HasQuery("AWSAccessKeyId") ||
       request.Header("authorization").value_or("").starts_with("AWS ")) {
-    return InvalidArgument(
-        "InvalidRequest: Weft accepts only Signature Version 4 (AWS4-HMAC-SHA256); configure "
-        "the client for s3v4 signatures");
+    return InvalidArgument(Reason::kInvalidRequest,
+                           "Weft accepts only Signature Version 4 (AWS4-HMAC-SHA256); configure "
+                           "the client for s3v4 signatures");
   }
   auto parsed = sigv4::ParseRequestAuth(signed_request);
   Identity identity;
@@ -176,19 +178,20 @@ Result<Identity> Authenticate(const S3Request& request, auth::IdentityStore& ide
   }
   const sigv4::ParsedAuth& claim = *parsed;
   if (claim.credential.service != sigv4::kService) {
-    return InvalidArgument("AuthorizationHeaderMalformed: the service must be 's3', not '" +
-                           claim.credential.service + "'");
+    return InvalidArgument(Reason::kAuthorizationHeaderMalformed,
+                           "the service must be 's3', not '" + claim.credential.service + "'");
   }
   if (claim.credential.region != region) {
-    return InvalidArgument("AuthorizationHeaderMalformed: the region '" + claim.credential.region +
-                           "' is wrong; expecting '" + std::string(region) + "'");
+    return InvalidArgument(Reason::kAuthorizationHeaderMalformed,
+                           "the region '" + claim.credential.region + "' is wrong; expecting '" +
+                               std::string(region) + "'");
   }
   auto key = identities.LookupKey(claim.credential.access_key_id);
   if (!key.ok()) {
     if (key.status().code() == StatusCode::kNotFound) {
-      return PermissionDenied(
-          "InvalidAccessKeyId: The AWS Access Key Id you provided does not exist in our "
-          "records.");
+      return PermissionDenied(Reason::kInvalidAccessKeyId,
+                              "The AWS Access Key Id you provided does not exist in our "
+                              "records.");
     }
     return key.status();
   }
@@ -204,8 +207,8 @@ Result<Identity> Authenticate(const S3Request& request, auth::IdentityStore& ide
     } else if (hash == sigv4::kUnsignedPayload) {
       identity.payload = PayloadMode::kUnsigned;
     } else if (hash.starts_with("STREAMING-")) {
-      return Unimplemented("NotImplemented: payload mode " + std::string(hash) +
-                           " is not supported");
+      return Unimplemented(Reason::kNotImplemented,
+                           "payload mode " + std::string(hash) + " is not supported");
     } else {
       identity.payload = PayloadMode::kSha256;
       identity.payload_sha256 = AsciiLower(hash);
@@ -226,7 +229,7 @@ Result<std::unique_ptr<PayloadReader>> PayloadReader::Make(const S3Request& requ
   if (auto md5 = request.Header("content-md5")) {
     auto raw = Base64Decode(*md5);
     if (!raw || raw->size() != 16) {
-      return InvalidArgument("InvalidDigest: the Content-MD5 you specified is not valid");
+      return InvalidArgument(Reason::kInvalidDigest, "the Content-MD5 you specified is not valid");
     }
     reader->expected_md5_ = std::move(raw);
     reader->md5_ = std::make_unique<Md5Hasher>();
@@ -247,21 +250,22 @@ Result<std::unique_ptr<PayloadReader>> PayloadReader::Make(const S3Request& requ
         std::string name = AsciiLower(*trailer);
         checksum = TrailerChecksum::ForHeader(name);
         if (!checksum) {
-          return Unimplemented("NotImplemented: the trailer " + name + " is not supported");
+          return Unimplemented(Reason::kNotImplemented,
+                               "the trailer " + name + " is not supported");
         }
       }
       reader->chunked_ = std::make_unique<AwsChunkedDecoder>(raw, std::move(checksum));
     }
     auto decoded = request.Header("x-amz-decoded-content-length");
     if (!decoded) {
-      return InvalidArgument(
-          "MissingContentLength: x-amz-decoded-content-length is required with aws-chunked "
-          "payloads");
+      return InvalidArgument(Reason::kMissingContentLength,
+                             "x-amz-decoded-content-length is required with aws-chunked "
+                             "payloads");
     }
     uint64_t n = 0;
     for (char c : *decoded) {
       if (!IsDigit(c) || n > (uint64_t{1} << 50)) {
-        return InvalidArgument("InvalidArgument: bad x-amz-decoded-content-length");
+        return InvalidArgument(Reason::kInvalidArgument, "bad x-amz-decoded-content-length");
       }
       n = n * 10 + static_cast<uint64_t>(c - '0');
     }
@@ -272,7 +276,7 @@ Result<std::unique_ptr<PayloadReader>> PayloadReader::Make(const S3Request& requ
 
 Result<size_t> PayloadReader::ReadRaw(std::span<char> out) {
   auto n = body_->Read(out);
-  if (!n.ok()) return InvalidArgument("IncompleteBody: " + n.status().message());
+  if (!n.ok()) return InvalidArgument(Reason::kIncompleteBody, n.status().message());
   return *n;
 }
 
@@ -293,7 +297,7 @@ Result<size_t> PayloadReader::Read(std::span<char> out) {
   if (sha256_) sha256_->Update(bytes);
   delivered_ += n;
   if (declared_length_ && delivered_ > *declared_length_) {
-    return InvalidArgument("IncompleteBody: the body is longer than its declared length");
+    return InvalidArgument(Reason::kIncompleteBody, "the body is longer than its declared length");
   }
   return n;
 }
@@ -301,19 +305,20 @@ Result<size_t> PayloadReader::Read(std::span<char> out) {
 Status PayloadReader::Finish() {
   done_ = true;
   if (declared_length_ && delivered_ != *declared_length_) {
-    return InvalidArgument("IncompleteBody: received " + std::to_string(delivered_) +
-                           " bytes of a " + std::to_string(*declared_length_) + "-byte body");
+    return InvalidArgument(Reason::kIncompleteBody,
+                           "received " + std::to_string(delivered_) + " bytes of a " +
+                               std::to_string(*declared_length_) + "-byte body");
   }
   if (md5_ && CRYPTO_memcmp(expected_md5_->data(), md5_->Finish().data(), 16) != 0) {
-    return InvalidArgument(
-        "BadDigest: the Content-MD5 you specified did not match what we received");
+    return InvalidArgument(Reason::kBadDigest,
+                           "the Content-MD5 you specified did not match what we received");
   }
   if (sha256_) {
     std::string actual = ToHex(sha256_->Finish());
     if (actual != *expected_sha256_) {
-      return InvalidArgument(
-          "XAmzContentSHA256Mismatch: the provided x-amz-content-sha256 does not match what "
-          "was computed");
+      return InvalidArgument(Reason::kXAmzContentSHA256Mismatch,
+                             "the provided x-amz-content-sha256 does not match what "
+                             "was computed");
     }
   }
   return OkStatus();
@@ -331,8 +336,8 @@ Result<std::string> PayloadReader::ReadAll(size_t limit) {
     WEFT_ASSIGN_OR_RETURN(size_t n, Read(std::span<char>(buf, sizeof buf)));
     if (n == 0) return all;
     if (all.size() + n > limit) {
-      return InvalidArgument("EntityTooLarge: this request's body may be at most " +
-                             std::to_string(limit) + " bytes");
+      return InvalidArgument(Reason::kEntityTooLarge, "this request's body may be at most " +
+                                                          std::to_string(limit) + " bytes");
     }
     all.append(buf, n);
   }

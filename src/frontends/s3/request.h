@@ -14,8 +14,8 @@
 #include "auth/identity_store.h"
 #include "auth/sigv4.h"
 #include "base/clock.h"
+#include "base/hash.h"
 #include "base/status.h"
-#include "chunk/chunk_id.h"
 #include "frontends/s3/aws_chunked.h"
 #include "net/http_server.h"
 

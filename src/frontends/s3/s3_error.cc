@@ -9,127 +9,117 @@ namespace weft::s3 {
 namespace {
 
 struct KnownCode {
-  std::string_view code;
+  Reason reason;
   int http_status;
 };
 
-// The S3 codes Weft produces, with the status AWS documents for each.
+// The S3 errors Weft answers, with the status AWS documents for each.
 constexpr std::array kKnownCodes = {
-    KnownCode{"AccessDenied", 403},
-    KnownCode{"AuthorizationHeaderMalformed", 400},
-    KnownCode{"AuthorizationQueryParametersError", 400},
-    KnownCode{"BadDigest", 400},
-    KnownCode{"BucketAlreadyExists", 409},
-    KnownCode{"BucketAlreadyOwnedByYou", 409},
-    KnownCode{"BucketNotEmpty", 409},
-    KnownCode{"EntityTooLarge", 400},
-    KnownCode{"EntityTooSmall", 400},
-    KnownCode{"IncompleteBody", 400},
-    KnownCode{"InsufficientStorage", 507},
-    KnownCode{"InternalError", 500},
-    KnownCode{"InvalidAccessKeyId", 403},
-    KnownCode{"InvalidArgument", 400},
-    KnownCode{"InvalidBucketName", 400},
-    KnownCode{"InvalidDigest", 400},
-    KnownCode{"InvalidObjectState", 403},
-    KnownCode{"InvalidPart", 400},
-    KnownCode{"InvalidPartNumber", 416},
-    KnownCode{"InvalidPartOrder", 400},
-    KnownCode{"InvalidRange", 416},
-    KnownCode{"InvalidRequest", 400},
-    KnownCode{"KeyTooLongError", 400},
-    KnownCode{"MalformedXML", 400},
-    KnownCode{"MetadataTooLarge", 400},
-    KnownCode{"MethodNotAllowed", 405},
-    KnownCode{"MissingContentLength", 411},
-    KnownCode{"NoSuchBucket", 404},
-    KnownCode{"NoSuchKey", 404},
-    KnownCode{"NoSuchUpload", 404},
-    KnownCode{"NoSuchVersion", 404},
-    KnownCode{"NotImplemented", 501},
-    KnownCode{"ObjectConflict", 409},
-    KnownCode{"OperationAborted", 409},
-    KnownCode{"PreconditionFailed", 412},
-    KnownCode{"RequestHeaderSectionTooLarge", 400},
-    KnownCode{"RequestTimeTooSkewed", 403},
-    KnownCode{"ServiceUnavailable", 503},
-    KnownCode{"SignatureDoesNotMatch", 403},
-    KnownCode{"XAmzContentSHA256Mismatch", 400},
+    KnownCode{Reason::kAccessDenied, 403},
+    KnownCode{Reason::kAuthorizationHeaderMalformed, 400},
+    KnownCode{Reason::kAuthorizationQueryParametersError, 400},
+    KnownCode{Reason::kBadDigest, 400},
+    KnownCode{Reason::kBucketAlreadyExists, 409},
+    KnownCode{Reason::kBucketAlreadyOwnedByYou, 409},
+    KnownCode{Reason::kBucketNotEmpty, 409},
+    KnownCode{Reason::kEntityTooLarge, 400},
+    KnownCode{Reason::kEntityTooSmall, 400},
+    KnownCode{Reason::kIncompleteBody, 400},
+    KnownCode{Reason::kInsufficientStorage, 507},
+    KnownCode{Reason::kInternalError, 500},
+    KnownCode{Reason::kInvalidAccessKeyId, 403},
+    KnownCode{Reason::kInvalidArgument, 400},
+    KnownCode{Reason::kInvalidBucketName, 400},
+    KnownCode{Reason::kInvalidDigest, 400},
+    KnownCode{Reason::kInvalidObjectState, 403},
+    KnownCode{Reason::kInvalidPart, 400},
+    KnownCode{Reason::kInvalidPartNumber, 416},
+    KnownCode{Reason::kInvalidPartOrder, 400},
+    KnownCode{Reason::kInvalidRange, 416},
+    KnownCode{Reason::kInvalidRequest, 400},
+    KnownCode{Reason::kKeyTooLongError, 400},
+    KnownCode{Reason::kMalformedXML, 400},
+    KnownCode{Reason::kMetadataTooLarge, 400},
+    KnownCode{Reason::kMethodNotAllowed, 405},
+    KnownCode{Reason::kMissingContentLength, 411},
+    KnownCode{Reason::kNoSuchBucket, 404},
+    KnownCode{Reason::kNoSuchKey, 404},
+    KnownCode{Reason::kNoSuchUpload, 404},
+    KnownCode{Reason::kNoSuchVersion, 404},
+    KnownCode{Reason::kNotImplemented, 501},
+    KnownCode{Reason::kObjectConflict, 409},
+    KnownCode{Reason::kOperationAborted, 409},
+    KnownCode{Reason::kPreconditionFailed, 412},
+    KnownCode{Reason::kRequestHeaderSectionTooLarge, 400},
+    KnownCode{Reason::kRequestTimeTooSkewed, 403},
+    KnownCode{Reason::kServiceUnavailable, 503},
+    KnownCode{Reason::kSignatureDoesNotMatch, 403},
+    KnownCode{Reason::kXAmzContentSHA256Mismatch, 400},
 };
 
-std::optional<int> StatusOfCode(std::string_view code) {
+const KnownCode* Find(Reason reason) {
   for (const KnownCode& known : kKnownCodes) {
-    if (known.code == code) return known.http_status;
+    if (known.reason == reason) return &known;
   }
-  return std::nullopt;
-}
-
-// "Code: rest" -> ("Code", "rest") when Code is a known S3 code.
-std::optional<std::pair<std::string_view, std::string_view>> SplitCodePrefix(
-    std::string_view message) {
-  size_t colon = message.find(": ");
-  if (colon == std::string_view::npos || colon == 0 || colon > 40) return std::nullopt;
-  std::string_view code = message.substr(0, colon);
-  if (!StatusOfCode(code)) return std::nullopt;
-  return std::make_pair(code, message.substr(colon + 2));
+  return nullptr;
 }
 
 }  // namespace
 
-S3Error MakeError(std::string_view code, std::string message) {
-  return S3Error{StatusOfCode(code).value_or(400), std::string(code), std::move(message)};
+S3Error MakeError(Reason reason, std::string message) {
+  const KnownCode* known = Find(reason);
+  return S3Error{known ? known->http_status : 400, std::string(ReasonName(reason)),
+                 std::move(message)};
 }
 
 S3Error ErrorFromStatus(const Status& status, Missing missing) {
-  if (auto split = SplitCodePrefix(status.message())) {
-    return MakeError(split->first, std::string(split->second));
-  }
   const std::string& message = status.message();
+  if (Find(status.reason()) != nullptr) return MakeError(status.reason(), message);
   switch (status.code()) {
     case StatusCode::kNotFound:
       switch (missing) {
         case Missing::kBucket:
-          return MakeError("NoSuchBucket", "The specified bucket does not exist");
+          return MakeError(Reason::kNoSuchBucket, "The specified bucket does not exist");
         case Missing::kUpload:
-          return MakeError("NoSuchUpload", "The specified multipart upload does not exist");
+          return MakeError(Reason::kNoSuchUpload, "The specified multipart upload does not exist");
         case Missing::kVersion:
-          return MakeError("NoSuchVersion", "The specified version does not exist");
+          return MakeError(Reason::kNoSuchVersion, "The specified version does not exist");
         case Missing::kKey:
-          return MakeError("NoSuchKey", "The specified key does not exist");
+          return MakeError(Reason::kNoSuchKey, "The specified key does not exist");
       }
       break;
     case StatusCode::kInvalidArgument:
-      return MakeError("InvalidArgument", message);
+      return MakeError(Reason::kInvalidArgument, message);
     case StatusCode::kAlreadyExists:
     case StatusCode::kNotADirectory:
     case StatusCode::kIsADirectory:
       // An object "a" and a key "a/b" cannot both exist: Weft keys are paths.
-      return MakeError("ObjectConflict", message);
+      return MakeError(Reason::kObjectConflict, message);
     case StatusCode::kNotEmpty:
-      return MakeError("BucketNotEmpty", message);
+      return MakeError(Reason::kBucketNotEmpty, message);
     case StatusCode::kPermissionDenied:
-      return MakeError("AccessDenied", message);
+      return MakeError(Reason::kAccessDenied, message);
     case StatusCode::kReadOnly:
-      return MakeError("AccessDenied", message + " (read-only)");
+      return MakeError(Reason::kAccessDenied, message + " (read-only)");
     case StatusCode::kFailedPrecondition:
-      return MakeError("PreconditionFailed", message);
+      return MakeError(Reason::kPreconditionFailed, message);
     case StatusCode::kAborted:
-      return MakeError("OperationAborted", message);
+      return MakeError(Reason::kOperationAborted, message);
     case StatusCode::kOutOfRange:
-      return MakeError("InvalidRange", message);
+      return MakeError(Reason::kInvalidRange, message);
     case StatusCode::kResourceExhausted:
-      return MakeError("InsufficientStorage", message);
+      return MakeError(Reason::kInsufficientStorage, message);
     case StatusCode::kUnavailable:
-      return MakeError("ServiceUnavailable", message);
+      return MakeError(Reason::kServiceUnavailable, message);
     case StatusCode::kUnimplemented:
-      return MakeError("NotImplemented", message);
+      return MakeError(Reason::kNotImplemented, message);
     case StatusCode::kOk:
     case StatusCode::kCorruption:
     case StatusCode::kIoError:
     case StatusCode::kInternal:
       break;
   }
-  return MakeError("InternalError", status.ToString());
+  return MakeError(Reason::kInternalError, status.ToString());
 }
 
 std::string ErrorXml(const S3Error& error, std::string_view resource, std::string_view request_id) {

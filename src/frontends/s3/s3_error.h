@@ -18,12 +18,12 @@ struct S3Error {
 // What a NotFound means depends on what was looked up.
 enum class Missing { kKey, kBucket, kUpload, kVersion };
 
-// Maps `status` (not OK) to an S3 error. A message that starts with an S3 code and ": "
-// ("SignatureDoesNotMatch: ...", as src/auth produces) keeps that code.
+// Maps `status` (not OK) to an S3 error: by its Reason where S3 has that code (src/auth gives
+// SignatureDoesNotMatch and the like), else by its StatusCode.
 S3Error ErrorFromStatus(const Status& status, Missing missing = Missing::kKey);
 
-// A known S3 error code with its standard HTTP status.
-S3Error MakeError(std::string_view code, std::string message);
+// The S3 error `reason` names, with its standard HTTP status.
+S3Error MakeError(Reason reason, std::string message);
 
 // <Error><Code/><Message/><Resource/><RequestId/></Error>
 std::string ErrorXml(const S3Error& error, std::string_view resource, std::string_view request_id);

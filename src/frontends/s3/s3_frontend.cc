@@ -53,7 +53,7 @@ Result<CopySource> ParseCopySource(std::string_view header) {
   if (!path.empty() && path[0] == '/') path.remove_prefix(1);
   size_t slash = path.find('/');
   if (slash == std::string_view::npos || slash + 1 == path.size()) {
-    return InvalidArgument("InvalidArgument: x-amz-copy-source must be bucket/key");
+    return InvalidArgument(Reason::kInvalidArgument, "x-amz-copy-source must be bucket/key");
   }
   CopySource source;
   source.bucket = std::string(path.substr(0, slash));
@@ -84,7 +84,8 @@ Result<ListParams> ParseListParams(const S3Request& request) {
   params.prefix = request.Query("prefix").value_or("");
   params.delimiter = request.Query("delimiter").value_or("");
   if (auto encoding = request.Query("encoding-type")) {
-    if (*encoding != "url") return InvalidArgument("InvalidArgument: encoding-type must be 'url'");
+    if (*encoding != "url")
+      return InvalidArgument(Reason::kInvalidArgument, "encoding-type must be 'url'");
     params.url = true;
   }
   if (auto m = request.Query("max-keys")) {
@@ -218,8 +219,9 @@ Result<int64_t> ParseIntParam(std::string_view name, std::string_view value, int
     if (ok) n = n * 10 + (c - '0');
   }
   if (!ok || n < lo || n > hi) {
-    return InvalidArgument("InvalidArgument: " + std::string(name) + " must be an integer from " +
-                           std::to_string(lo) + " to " + std::to_string(hi));
+    return InvalidArgument(Reason::kInvalidArgument,
+                           std::string(name) + " must be an integer from " + std::to_string(lo) +
+                               " to " + std::to_string(hi));
   }
   return n;
 }
@@ -306,8 +308,8 @@ Result<Route> RouteRequest(const S3Request& r, std::optional<CopySource>* copy_s
                                        "intelligent-tiering",
                                        "attributes"}) {
     if (r.HasQuery(unsupported)) {
-      return Unimplemented("NotImplemented: the ?" + std::string(unsupported) +
-                           " subresource is not supported by Weft");
+      return Unimplemented(Reason::kNotImplemented, "the ?" + std::string(unsupported) +
+                                                        " subresource is not supported by Weft");
     }
   }
   // Any other subresource (a parameter without a value, such as ?policyStatus) must not fall
@@ -315,12 +317,13 @@ Result<Route> RouteRequest(const S3Request& r, std::optional<CopySource>* copy_s
   // answer. Unknown parameters with values are ignored, as S3 ignores them.
   for (const sigv4::QueryParam& param : r.query) {
     if (param.value.empty() && !IsKnownParameter(param.name)) {
-      return Unimplemented("NotImplemented: the ?" + param.name +
-                           " subresource is not supported by Weft");
+      return Unimplemented(Reason::kNotImplemented,
+                           "the ?" + param.name + " subresource is not supported by Weft");
     }
   }
   if (r.bucket.empty()) {
-    if (m != "GET") return Status(StatusCode::kUnimplemented, "MethodNotAllowed: use GET on /");
+    if (m != "GET")
+      return Status(StatusCode::kUnimplemented, Reason::kMethodNotAllowed, "use GET on /");
     route.run = [](C& c) { c.ListBuckets(); };
     route.resource = "/";
     route.authenticated = true;
@@ -366,7 +369,7 @@ Result<Route> RouteRequest(const S3Request& r, std::optional<CopySource>* copy_s
       route.run = [](C& c) { c.DeleteObjects(); };
       route.needed = 0;
     } else {
-      return Status(StatusCode::kUnimplemented, "MethodNotAllowed: " + m + " on a bucket");
+      return Status(StatusCode::kUnimplemented, Reason::kMethodNotAllowed, m + " on a bucket");
     }
     return route;
   }
@@ -402,7 +405,7 @@ Result<Route> RouteRequest(const S3Request& r, std::optional<CopySource>* copy_s
     route.run = [](C& c) { c.CompleteMultipartUpload(); };
     route.needed = auth::kWrite;
   } else {
-    return Status(StatusCode::kUnimplemented, "MethodNotAllowed: " + m + " on an object");
+    return Status(StatusCode::kUnimplemented, Reason::kMethodNotAllowed, m + " on an object");
   }
   return route;
 }
@@ -438,22 +441,18 @@ void S3Frontend::Handle(const net::HttpRequest& http, net::BodyReader& body,
   // 3. Route and authorise the resolved resource (and a copy source) before any handler runs.
   std::optional<CopySource> copy_source;
   auto route = RouteRequest(request, &copy_source);
-  if (!route.ok()) {
-    Status status = route.status();
-    if (status.message().starts_with("MethodNotAllowed")) {
-      return fail(Status(StatusCode::kInvalidArgument, status.message()), request.path);
-    }
-    return fail(status, request.path);
-  }
+  if (!route.ok()) return fail(route.status(), request.path);
   const std::string& principal = identity->principal;
   if (route->authenticated && principal == auth::kAnonymous) {
-    return fail(PermissionDenied("AccessDenied: anonymous users cannot list buckets"), "/");
+    return fail(PermissionDenied(Reason::kAccessDenied, "anonymous users cannot list buckets"),
+                "/");
   }
   if (route->needed != 0) {
     Status allowed = identities_.Authorize(principal, route->needed, route->resource);
     if (!allowed.ok()) {
       if (route->bucket_must_exist && !BucketExists(request.bucket)) {
-        return fail(NotFound("NoSuchBucket: The specified bucket does not exist"), request.path);
+        return fail(NotFound(Reason::kNoSuchBucket, "The specified bucket does not exist"),
+                    request.path);
       }
       return fail(allowed, request.path);
     }
@@ -512,12 +511,12 @@ Result<FileInfo> S3Frontend::Call::StatBucket(const std::string& bucket) {
   auto info = volume().Stat(ctx_, "/" + bucket);
   if (!info.ok()) {
     if (info.status().code() == StatusCode::kNotFound) {
-      return NotFound("NoSuchBucket: The specified bucket does not exist");
+      return NotFound(Reason::kNoSuchBucket, "The specified bucket does not exist");
     }
     return info.status();
   }
   if (info->type != FileType::kDirectory) {
-    return NotFound("NoSuchBucket: The specified bucket does not exist");
+    return NotFound(Reason::kNoSuchBucket, "The specified bucket does not exist");
   }
   return info;
 }
@@ -540,14 +539,14 @@ Result<S3Version> S3Frontend::Call::FindS3Version(const FileInfo& bucket, const 
     const StatusCode code = versions.status().code();
     if (code == StatusCode::kNotFound || code == StatusCode::kNotADirectory ||
         code == StatusCode::kIsADirectory) {
-      return NotFound("NoSuchVersion: The specified version does not exist");
+      return NotFound(Reason::kNoSuchVersion, "The specified version does not exist");
     }
     return versions.status();
   }
   for (S3Version& v : *versions) {
     if (v.id == id) return std::move(v);
   }
-  return NotFound("NoSuchVersion: The specified version does not exist");
+  return NotFound(Reason::kNoSuchVersion, "The specified version does not exist");
 }
 
 Result<S3Frontend::Call::Deleted> S3Frontend::Call::DeleteKey(
@@ -578,7 +577,7 @@ Result<S3Frontend::Call::Deleted> S3Frontend::Call::DeleteKey(
     } else {
       Status done = volume().DeleteVersion(ctx_, path, *version);
       if (done.code() == StatusCode::kInvalidArgument) {
-        return NotFound("NoSuchVersion: The specified version does not exist");
+        return NotFound(Reason::kNoSuchVersion, "The specified version does not exist");
       }
       WEFT_RETURN_IF_ERROR(done);
       deleted.delete_marker = version->starts_with("delete.");
@@ -620,7 +619,8 @@ Result<ObjectRef> S3Frontend::Call::ResolveObject(const std::string& bucket,
     std::string_view rest = k.substr(kSnapshotKeyPrefix.size());
     size_t slash = rest.find('/');
     if (slash == std::string_view::npos || slash == 0 || slash + 1 == rest.size()) {
-      return NotFound("NoSuchKey: name a key inside the snapshot: .weft/snapshots/NAME/KEY");
+      return NotFound(Reason::kNoSuchKey,
+                      "name a key inside the snapshot: .weft/snapshots/NAME/KEY");
     }
     ref.read.snapshot = std::string(rest.substr(0, slash));
     ref.path = "/" + bucket + "/" + std::string(rest.substr(slash + 1));
@@ -641,9 +641,9 @@ Result<S3Frontend::Call::Source> S3Frontend::Call::OpenSource(const CopySource& 
     WEFT_ASSIGN_OR_RETURN(S3Version found,
                           FindS3Version(out.bucket, out.ref.path, *source.version_id));
     if (found.info.is_delete_marker) {
-      return InvalidArgument(
-          "InvalidRequest: The source of a copy request may not specifically refer to a "
-          "delete marker by version id.");
+      return InvalidArgument(Reason::kInvalidRequest,
+                             "The source of a copy request may not specifically refer to a "
+                             "delete marker by version id.");
     }
     weft_version = found.weft_id;
   }
@@ -654,14 +654,14 @@ Result<S3Frontend::Call::Source> S3Frontend::Call::OpenSource(const CopySource& 
     if (code == StatusCode::kNotFound || code == StatusCode::kIsADirectory ||
         code == StatusCode::kNotADirectory ||
         (code == StatusCode::kInvalidArgument && weft_version)) {
-      return NotFound(weft_version ? "NoSuchVersion: The specified version does not exist"
-                                   : "NoSuchKey: The specified key does not exist");
+      return weft_version ? NotFound(Reason::kNoSuchVersion, "The specified version does not exist")
+                          : NotFound(Reason::kNoSuchKey, "The specified key does not exist");
     }
     return reader.status();
   }
   out.reader = std::move(reader).value();
   if (out.reader->info().type != FileType::kFile) {
-    return NotFound("NoSuchKey: The specified key does not exist");
+    return NotFound(Reason::kNoSuchKey, "The specified key does not exist");
   }
   if (source.version_id) {
     out.version_id = source.version_id;
@@ -683,7 +683,7 @@ Result<Attributes> S3Frontend::Call::AttributesFromHeaders() {
     std::string name = AsciiLower(h.name);
     if (name.starts_with("x-amz-meta-")) {
       std::string meta = name.substr(11);
-      if (meta.empty()) return InvalidArgument("InvalidArgument: empty x-amz-meta- name");
+      if (meta.empty()) return InvalidArgument(Reason::kInvalidArgument, "empty x-amz-meta- name");
       meta_bytes += meta.size() + h.value.size();
       attributes[std::string(kAttrMetaPrefix) + meta] = h.value;
     } else if (std::find(kStoredHeaders.begin(), kStoredHeaders.end(), name) !=
@@ -709,7 +709,8 @@ Result<Attributes> S3Frontend::Call::AttributesFromHeaders() {
     }
   }
   if (meta_bytes > kMaxUserMetadataBytes) {
-    return InvalidArgument("MetadataTooLarge: x-amz-meta-* headers may total at most 2 KB");
+    return InvalidArgument(Reason::kMetadataTooLarge,
+                           "x-amz-meta-* headers may total at most 2 KB");
   }
   return attributes;
 }
@@ -773,7 +774,7 @@ void S3Frontend::Call::ListBuckets() {
   if (auto token = request_.Query("continuation-token"); token && !token->empty()) {
     auto after = Base64Decode(*token, /*url=*/true);
     if (!after) {
-      return SendError(MakeError("InvalidArgument", "The continuation token is not valid"));
+      return SendError(MakeError(Reason::kInvalidArgument, "The continuation token is not valid"));
     }
     opts.start_after = std::max(opts.start_after, *after);
   }
@@ -836,7 +837,7 @@ void S3Frontend::Call::CreateBucket() {
     const bool mine = existing->type == FileType::kDirectory &&
                       (owner == existing->attributes.end() || owner->second == ctx_.principal);
     if (!mine) {
-      return SendError(MakeError("BucketAlreadyExists",
+      return SendError(MakeError(Reason::kBucketAlreadyExists,
                                  "The requested bucket name is not available. Select a "
                                  "different name and try again."));
     }
@@ -844,7 +845,7 @@ void S3Frontend::Call::CreateBucket() {
     if (frontend_.options_.region == "us-east-1") {
       return SendEmpty(200, {{"Location", path}});
     }
-    return SendError(MakeError("BucketAlreadyOwnedByYou",
+    return SendError(MakeError(Reason::kBucketAlreadyOwnedByYou,
                                "Your previous request to create the named bucket succeeded "
                                "and you already own it."));
   }
@@ -866,7 +867,7 @@ void S3Frontend::Call::DeleteBucket() {
   auto bucket = StatBucket(request_.bucket);
   if (!bucket.ok()) return SendStatus(bucket.status(), Missing::kBucket);
   auto not_empty = [&] {
-    SendError(MakeError("BucketNotEmpty", "The bucket you tried to delete is not empty"));
+    SendError(MakeError(Reason::kBucketNotEmpty, "The bucket you tried to delete is not empty"));
   };
   const std::string path = "/" + request_.bucket;
   if (VersioningOn(*bucket)) {
@@ -950,7 +951,7 @@ void S3Frontend::Call::PutBucketVersioning() {
   if (!doc.ok()) return SendStatus(doc.status());
   auto status = (*doc)->root().Child("Status");
   if (!status || (status->text() != "Enabled" && status->text() != "Suspended")) {
-    return SendError(MakeError("MalformedXML", "Status must be Enabled or Suspended"));
+    return SendError(MakeError(Reason::kMalformedXML, "Status must be Enabled or Suspended"));
   }
   Attributes attributes = bucket->attributes;
   attributes[std::string(kAttrVersioning)] = status->text();
@@ -987,7 +988,7 @@ void S3Frontend::Call::ListObjects(bool v2) {
   if (v2 && !token.empty()) {
     auto decoded = Base64Decode(token);
     if (!decoded || decoded->empty() || ((*decoded)[0] != 'k' && (*decoded)[0] != 'p')) {
-      return SendError(MakeError("InvalidArgument", "The continuation token is not valid"));
+      return SendError(MakeError(Reason::kInvalidArgument, "The continuation token is not valid"));
     }
     opts.start_after = decoded->substr(1);
     if ((*decoded)[0] == 'p') opts.skip_prefix = opts.start_after;
@@ -1004,7 +1005,7 @@ void S3Frontend::Call::ListObjects(bool v2) {
     size_t slash = rest.find('/');
     if (slash == std::string_view::npos) {
       return SendError(
-          MakeError("InvalidArgument", "list a snapshot with prefix .weft/snapshots/NAME/"));
+          MakeError(Reason::kInvalidArgument, "list a snapshot with prefix .weft/snapshots/NAME/"));
     }
     opts.snapshot = std::string(rest.substr(0, slash));
   }
@@ -1098,7 +1099,7 @@ void S3Frontend::Call::ListObjectVersions() {
   const std::string key_marker = request_.Query("key-marker").value_or("");
   const std::string version_marker = request_.Query("version-id-marker").value_or("");
   if (!version_marker.empty() && key_marker.empty()) {
-    return SendError(MakeError("InvalidArgument",
+    return SendError(MakeError(Reason::kInvalidArgument,
                                "A version-id marker cannot be specified without a key marker."));
   }
   KeyWalker::Options opts;
@@ -1213,8 +1214,8 @@ void S3Frontend::Call::DeleteObjects() {
     has_digest |= AsciiLower(h.name).starts_with("x-amz-checksum-");
   }
   if (!has_digest) {
-    return SendError(
-        MakeError("InvalidRequest", "Missing required header for this request: Content-MD5"));
+    return SendError(MakeError(Reason::kInvalidRequest,
+                               "Missing required header for this request: Content-MD5"));
   }
   auto doc = ReadXmlBody("Delete");
   if (!doc.ok()) return SendStatus(doc.status());
@@ -1222,19 +1223,19 @@ void S3Frontend::Call::DeleteObjects() {
   if (auto q = (*doc)->root().Child("Quiet")) quiet = q->text() == "true";
   std::vector<XmlElement> objects = (*doc)->root().Children("Object");
   if (objects.empty() || objects.size() > 1000) {
-    return SendError(MakeError("MalformedXML", "DeleteObjects names 1 to 1000 objects"));
+    return SendError(MakeError(Reason::kMalformedXML, "DeleteObjects names 1 to 1000 objects"));
   }
   XmlWriter xml;
   xml.Open("DeleteResult", true);
   for (const XmlElement& object : objects) {
     auto key_element = object.Child("Key");
-    if (!key_element) return SendError(MakeError("MalformedXML", "an Object has no Key"));
+    if (!key_element) return SendError(MakeError(Reason::kMalformedXML, "an Object has no Key"));
     std::string key = key_element->raw_text();
     std::optional<std::string> version;
     if (auto v = object.Child("VersionId")) version = v->text();
     std::string path = "/" + request_.bucket + "/" + key;
     Status done = ValidateKey(key);
-    if (done.ok() && key.empty()) done = InvalidArgument("InvalidArgument: empty key");
+    if (done.ok() && key.empty()) done = InvalidArgument(Reason::kInvalidArgument, "empty key");
     if (done.ok()) done = frontend_.identities_.Authorize(ctx_.principal, auth::kWrite, path);
     Deleted deleted;
     if (done.ok()) {
@@ -1275,10 +1276,11 @@ void S3Frontend::Call::PutObject() {
   auto bucket = StatBucket(request_.bucket);
   if (!bucket.ok()) return SendStatus(bucket.status(), Missing::kBucket);
   if (request_.key.starts_with(".weft/")) {
-    return SendError(MakeError("AccessDenied", "keys under .weft/ are read-only snapshots"));
+    return SendError(MakeError(Reason::kAccessDenied, "keys under .weft/ are read-only snapshots"));
   }
   if (!request_.http->content_length && !request_.http->chunked) {
-    return SendError(MakeError("MissingContentLength", "You must provide the Content-Length"));
+    return SendError(
+        MakeError(Reason::kMissingContentLength, "You must provide the Content-Length"));
   }
   auto payload = Payload();
   if (!payload.ok()) return SendStatus(payload.status());
@@ -1306,7 +1308,7 @@ void S3Frontend::Call::PutObject() {
   } else if (auto match = request_.Header("if-match")) {
     auto current = volume().Stat(ctx_, path);
     if (!current.ok() || UnquoteEtag(*match) != current->etag) {
-      return SendError(MakeError("PreconditionFailed", "If-Match does not hold"));
+      return SendError(MakeError(Reason::kPreconditionFailed, "If-Match does not hold"));
     }
     opts.if_version = current->version_id;
   }
@@ -1318,7 +1320,8 @@ void S3Frontend::Call::PutObject() {
   if (!info.ok()) {
     if (info.status().code() == StatusCode::kFailedPrecondition ||
         info.status().code() == StatusCode::kAlreadyExists) {
-      return SendError(MakeError("PreconditionFailed", "the object changed or already exists"));
+      return SendError(
+          MakeError(Reason::kPreconditionFailed, "the object changed or already exists"));
     }
     return SendStatus(info.status());
   }
@@ -1448,9 +1451,9 @@ Result<std::optional<ByteRange>> ParseRange(std::string_view header, uint64_t si
   std::string_view a = spec.substr(0, dash);
   std::string_view b = spec.substr(dash + 1);
   auto unsatisfiable = [&] {
-    return Status(StatusCode::kOutOfRange,
-                  "InvalidRange: The requested range is not satisfiable (object size " +
-                      std::to_string(size) + ")");
+    return Status(
+        StatusCode::kOutOfRange, Reason::kInvalidRange,
+        "The requested range is not satisfiable (object size " + std::to_string(size) + ")");
   };
   if (a.empty()) {  // suffix: the last n bytes
     auto n = number(b);
@@ -1485,7 +1488,7 @@ void S3Frontend::Call::GetObject(bool head) {
     if (!found.ok()) return SendStatus(found.status(), Missing::kVersion);
     if (found->info.is_delete_marker) {
       // A delete marker has no content: S3 answers 405 and names the marker.
-      return SendError(MakeError("MethodNotAllowed",
+      return SendError(MakeError(Reason::kMethodNotAllowed,
                                  "The specified method is not allowed against this resource."),
                        {{"x-amz-delete-marker", "true"},
                         {"x-amz-version-id", found->id},
@@ -1532,7 +1535,7 @@ void S3Frontend::Call::GetObject(bool head) {
       }
       return SendEmpty(304, std::move(kept));
     }
-    return SendError(MakeError("PreconditionFailed",
+    return SendError(MakeError(Reason::kPreconditionFailed,
                                "At least one of the pre-conditions you specified did not hold"));
   }
   // response-* query parameters override the stored headers (presigned downloads use them).
@@ -1547,7 +1550,7 @@ void S3Frontend::Call::GetObject(bool head) {
       // Decoded from the query: it could carry CR/LF and forge headers.
       if (std::any_of(value->begin(), value->end(),
                       [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; })) {
-        return SendError(MakeError("InvalidArgument",
+        return SendError(MakeError(Reason::kInvalidArgument,
                                    std::string(param) + " may not contain control characters"));
       }
       std::erase_if(headers, [&, name = header](const net::HttpHeader& h) {
@@ -1564,7 +1567,8 @@ void S3Frontend::Call::GetObject(bool head) {
     auto number = ParseIntParam("partNumber", *part, 1, kMaxParts);
     if (!number.ok()) return SendStatus(number.status());
     if (request_.Header("range")) {
-      return SendError(MakeError("InvalidRequest", "Cannot specify both Range and partNumber"));
+      return SendError(
+          MakeError(Reason::kInvalidRequest, "Cannot specify both Range and partNumber"));
     }
     std::vector<uint64_t> sizes = {info.size};
     if (auto it = info.attributes.find(std::string(kAttrParts)); it != info.attributes.end()) {
@@ -1573,7 +1577,7 @@ void S3Frontend::Call::GetObject(bool head) {
     }
     if (*number > static_cast<int64_t>(sizes.size())) {
       return SendError(
-          MakeError("InvalidPartNumber", "The requested partnumber is not satisfiable"));
+          MakeError(Reason::kInvalidPartNumber, "The requested partnumber is not satisfiable"));
     }
     for (int64_t i = 0; i + 1 < *number; ++i) first += sizes[i];
     length = sizes[*number - 1];
@@ -1625,7 +1629,7 @@ void S3Frontend::Call::DeleteObject() {
   auto bucket = StatBucket(request_.bucket);
   if (!bucket.ok()) return SendStatus(bucket.status(), Missing::kBucket);
   if (request_.key.starts_with(".weft/")) {
-    return SendError(MakeError("AccessDenied", "keys under .weft/ are read-only snapshots"));
+    return SendError(MakeError(Reason::kAccessDenied, "keys under .weft/ are read-only snapshots"));
   }
   std::optional<std::string> version = request_.Query("versionId");
   auto deleted = DeleteKey(*bucket, request_.key, version);
@@ -1641,7 +1645,7 @@ void S3Frontend::Call::CopyObject(const CopySource& source) {
   auto bucket = StatBucket(request_.bucket);
   if (!bucket.ok()) return SendStatus(bucket.status(), Missing::kBucket);
   if (request_.key.starts_with(".weft/") || request_.key.ends_with('/')) {
-    return SendError(MakeError("InvalidRequest", "cannot copy onto this key"));
+    return SendError(MakeError(Reason::kInvalidRequest, "cannot copy onto this key"));
   }
   auto opened = OpenSource(source);
   if (!opened.ok()) return SendStatus(opened.status());
@@ -1649,18 +1653,18 @@ void S3Frontend::Call::CopyObject(const CopySource& source) {
   FileReader& reader = *opened->reader;
   const FileInfo& src = reader.info();
   if (CheckConditions(request_, src, "x-amz-copy-source-") != 0) {
-    return SendError(MakeError("PreconditionFailed",
+    return SendError(MakeError(Reason::kPreconditionFailed,
                                "At least one of the pre-conditions you specified did not hold"));
   }
   std::string directive = std::string(request_.Header("x-amz-metadata-directive").value_or("COPY"));
   if (directive != "COPY" && directive != "REPLACE") {
     return SendError(
-        MakeError("InvalidArgument", "x-amz-metadata-directive must be COPY or REPLACE"));
+        MakeError(Reason::kInvalidArgument, "x-amz-metadata-directive must be COPY or REPLACE"));
   }
   std::string dest = request_.VolumePath();
   if (dest == ref.path && !ref.in_snapshot && !source.version_id && directive == "COPY") {
     return SendError(MakeError(
-        "InvalidRequest",
+        Reason::kInvalidRequest,
         "This copy request is illegal because it is trying to copy an object to itself without "
         "changing the object's metadata."));
   }

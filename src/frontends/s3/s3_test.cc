@@ -151,11 +151,12 @@ TEST(S3ValidationTest, HostileKeysAreRejected) {
 TEST(S3ValidationTest, ErrorsMapToS3Codes) {
   EXPECT_EQ(ErrorFromStatus(NotFound("x")).code, "NoSuchKey");
   EXPECT_EQ(ErrorFromStatus(NotFound("x"), Missing::kBucket).http_status, 404);
-  EXPECT_EQ(ErrorFromStatus(PermissionDenied("SignatureDoesNotMatch: bad")).code,
+  EXPECT_EQ(ErrorFromStatus(PermissionDenied(Reason::kSignatureDoesNotMatch, "bad")).code,
             "SignatureDoesNotMatch");
-  EXPECT_EQ(ErrorFromStatus(Status(StatusCode::kFailedPrecondition, "RequestTimeTooSkewed: x"))
-                .http_status,
-            403);
+  EXPECT_EQ(
+      ErrorFromStatus(Status(StatusCode::kFailedPrecondition, Reason::kRequestTimeTooSkewed, "x"))
+          .http_status,
+      403);
   EXPECT_EQ(ErrorFromStatus(NotADirectory("a is a file")).code, "ObjectConflict");
   EXPECT_EQ(ErrorFromStatus(Internal("bug")).http_status, 500);
   EXPECT_EQ(XmlEscape("a<b>&\"'"), "a&lt;b&gt;&amp;\"'");

@@ -114,7 +114,7 @@ XmlDocument::~XmlDocument() = default;
 Result<std::unique_ptr<XmlDocument>> XmlDocument::Parse(std::string_view body,
                                                         std::string_view root) {
   if (body.size() > kMaxBytes) {
-    return InvalidArgument("MalformedXML: the XML body is larger than 2 MiB");
+    return InvalidArgument(Reason::kMalformedXML, "the XML body is larger than 2 MiB");
   }
   std::unique_ptr<XmlDocument> doc(new XmlDocument());
   // No DOCTYPE or entity expansion: parse_default does not load external entities.
@@ -122,11 +122,12 @@ Result<std::unique_ptr<XmlDocument>> XmlDocument::Parse(std::string_view body,
   pugi::xml_parse_result parsed = doc->impl_->doc.load_buffer(
       body.data(), body.size(), pugi::parse_default | pugi::parse_ws_pcdata);
   if (!parsed) {
-    return InvalidArgument(std::string("MalformedXML: ") + parsed.description());
+    return InvalidArgument(Reason::kMalformedXML, parsed.description());
   }
   pugi::xml_node first = doc->impl_->doc.document_element();
   if (!first || LocalName(first.name()) != root) {
-    return InvalidArgument("MalformedXML: expected a <" + std::string(root) + "> document");
+    return InvalidArgument(Reason::kMalformedXML,
+                           "expected a <" + std::string(root) + "> document");
   }
   return doc;
 }

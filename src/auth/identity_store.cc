@@ -21,6 +21,7 @@
 #include "auth/sigv4.h"
 #include "base/ascii.h"
 #include "base/bytes.h"
+#include "base/hash.h"
 
 namespace weft::auth {
 namespace {
@@ -796,7 +797,7 @@ Result<BearerToken> KvIdentityStore::IssueToken(std::string_view user, int64_t t
   std::string token(kTokenPrefix);
   token += Base64Encode(payload, /*url=*/true);
   token += '.';
-  token += Base64Encode(sigv4::HmacSha256(token_key_, payload), /*url=*/true);
+  token += Base64Encode(HmacSha256(token_key_, payload), /*url=*/true);
   return BearerToken{std::move(token), std::string(user), expires};
 }
 
@@ -813,7 +814,7 @@ Result<std::string> KvIdentityStore::VerifyToken(std::string_view token) {
   const std::optional<std::string> payload = Base64Decode(body.substr(0, dot), /*url=*/true);
   const std::optional<std::string> mac = Base64Decode(body.substr(dot + 1), /*url=*/true);
   if (!payload || !mac || mac->size() != kMacBytes) return denied("is malformed");
-  const std::string expected = sigv4::HmacSha256(token_key_, *payload);
+  const std::string expected = HmacSha256(token_key_, *payload);
   if (CRYPTO_memcmp(expected.data(), mac->data(), kMacBytes) != 0) {
     return denied("has a bad signature");
   }
@@ -968,9 +969,9 @@ Result<std::unique_ptr<IdentityStore>> IdentityStore::Open(std::shared_ptr<KvSto
   if (server_key.size() != kServerKeyBytes) {
     return InvalidArgument("server key must be " + std::to_string(kServerKeyBytes) + " bytes");
   }
-  auto store = std::make_unique<KvIdentityStore>(
-      std::move(kv), sigv4::HmacSha256(server_key, kSecretKeyLabel),
-      sigv4::HmacSha256(server_key, kTokenKeyLabel), clock);
+  auto store =
+      std::make_unique<KvIdentityStore>(std::move(kv), HmacSha256(server_key, kSecretKeyLabel),
+                                        HmacSha256(server_key, kTokenKeyLabel), clock);
   WEFT_RETURN_IF_ERROR(store->Load().WithContext("opening the identity store"));
   return std::unique_ptr<IdentityStore>(std::move(store));
 }

@@ -1,8 +1,6 @@
 #include "auth/sigv4.h"
 
-#include <openssl/core_names.h>
 #include <openssl/crypto.h>
-#include <openssl/evp.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -213,12 +211,6 @@ std::optional<std::string_view> FindHeader(const Request& request, std::string_v
   return std::nullopt;
 }
 
-[[noreturn]] void CryptoFailed() {
-  // OpenSSL cannot fail on these inputs short of memory exhaustion or a broken library; going on
-  // with a zero digest would make signatures guessable, so stop.
-  std::abort();
-}
-
 std::string Encode(std::string_view s, bool keep_slash) {
   std::string out;
   out.reserve(s.size() * 3);
@@ -267,35 +259,6 @@ Result<std::string> UriDecode(std::string_view s, bool plus_is_space) {
 
 std::string Sha256Hex(std::string_view data) {
   return weft::Sha256Hex(AsBytes(data));
-}
-
-std::string HmacSha256(std::string_view key, std::string_view data) {
-  // OpenSSL 3's HMAC() looks both algorithms up by name on every call, which cost more than
-  // hashing SigV4's short inputs. Each thread keeps one context, set up once, and re-keys it.
-  struct FreeContext {
-    void operator()(EVP_MAC_CTX* ctx) const { EVP_MAC_CTX_free(ctx); }
-  };
-  thread_local const std::unique_ptr<EVP_MAC_CTX, FreeContext> ctx = [] {
-    EVP_MAC* mac = EVP_MAC_fetch(nullptr, "HMAC", nullptr);
-    if (mac == nullptr) CryptoFailed();
-    EVP_MAC_CTX* c = EVP_MAC_CTX_new(mac);
-    EVP_MAC_free(mac);  // the context holds its own reference
-    char digest[] = "SHA256";
-    const OSSL_PARAM params[] = {OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest, 0),
-                                 OSSL_PARAM_construct_end()};
-    if (c == nullptr || EVP_MAC_CTX_set_params(c, params) != 1) CryptoFailed();
-    return std::unique_ptr<EVP_MAC_CTX, FreeContext>(c);
-  }();
-  unsigned char md[EVP_MAX_MD_SIZE];
-  size_t len = 0;
-  if (EVP_MAC_init(ctx.get(), reinterpret_cast<const unsigned char*>(key.data()), key.size(),
-                   nullptr) != 1 ||
-      EVP_MAC_update(ctx.get(), reinterpret_cast<const unsigned char*>(data.data()), data.size()) !=
-          1 ||
-      EVP_MAC_final(ctx.get(), md, &len, sizeof(md)) != 1) {
-    CryptoFailed();
-  }
-  return std::string(reinterpret_cast<const char*>(md), len);
 }
 
 // ---- Requests ----------------------------------------------------------------------------

@@ -47,8 +47,6 @@ std::string UriEncodePath(std::string_view path);
 Result<std::string> UriDecode(std::string_view s, bool plus_is_space);
 
 std::string Sha256Hex(std::string_view data);
-// Raw 32-byte HMAC-SHA256.
-std::string HmacSha256(std::string_view key, std::string_view data);
 
 // ---- Requests ----------------------------------------------------------------------------
 

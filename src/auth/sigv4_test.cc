@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "base/hash.h"
+
 namespace weft::sigv4 {
 namespace {
 

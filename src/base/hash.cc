@@ -1,5 +1,6 @@
 #include "base/hash.h"
 
+#include <openssl/core_names.h>
 #include <openssl/evp.h>
 
 #include <cstdio>
@@ -34,7 +35,48 @@ const EVP_MD* Md5Md() {
   return md;
 }
 
+// OpenSSL 3's HMAC() looks both algorithms up by name on every call, which cost more than
+// hashing SigV4's short inputs. Each thread keeps one context per digest, set up once, and
+// re-keys it.
+std::string Hmac(const char* digest_name, std::string_view key, std::string_view data) {
+  struct FreeContext {
+    void operator()(EVP_MAC_CTX* ctx) const { EVP_MAC_CTX_free(ctx); }
+  };
+  auto make = [](const char* name) {
+    EVP_MAC* mac = EVP_MAC_fetch(nullptr, "HMAC", nullptr);
+    CheckEvp(mac != nullptr, "HMAC fetch");
+    EVP_MAC_CTX* c = EVP_MAC_CTX_new(mac);
+    EVP_MAC_free(mac);  // the context holds its own reference
+    std::string digest(name);
+    const OSSL_PARAM params[] = {
+        OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest.data(), 0),
+        OSSL_PARAM_construct_end()};
+    CheckEvp(c != nullptr && EVP_MAC_CTX_set_params(c, params) == 1, "HMAC setup");
+    return std::unique_ptr<EVP_MAC_CTX, FreeContext>(c);
+  };
+  thread_local const std::unique_ptr<EVP_MAC_CTX, FreeContext> sha256 = make("SHA256");
+  thread_local const std::unique_ptr<EVP_MAC_CTX, FreeContext> sha1 = make("SHA1");
+  EVP_MAC_CTX* ctx = std::string_view(digest_name) == "SHA1" ? sha1.get() : sha256.get();
+  unsigned char md[EVP_MAX_MD_SIZE];
+  size_t len = 0;
+  CheckEvp(EVP_MAC_init(ctx, reinterpret_cast<const unsigned char*>(key.data()), key.size(),
+                        nullptr) == 1 &&
+               EVP_MAC_update(ctx, reinterpret_cast<const unsigned char*>(data.data()),
+                              data.size()) == 1 &&
+               EVP_MAC_final(ctx, md, &len, sizeof(md)) == 1,
+           "HMAC");
+  return std::string(reinterpret_cast<const char*>(md), len);
+}
+
 }  // namespace
+
+std::string HmacSha256(std::string_view key, std::string_view data) {
+  return Hmac("SHA256", key, data);
+}
+
+std::string HmacSha1(std::string_view key, std::string_view data) {
+  return Hmac("SHA1", key, data);
+}
 
 void Sha256(ByteSpan data, uint8_t* out) {
   unsigned int len = 0;

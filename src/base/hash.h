@@ -6,10 +6,15 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "base/bytes.h"
 
 namespace weft {
+
+// Raw HMACs: 32 bytes (SHA-256; SigV4, tokens) and 20 (SHA-1; SigV2).
+std::string HmacSha256(std::string_view key, std::string_view data);
+std::string HmacSha1(std::string_view key, std::string_view data);
 
 // SHA-256 of `data` into `out` (32 bytes).
 void Sha256(ByteSpan data, uint8_t* out);

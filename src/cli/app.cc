@@ -418,6 +418,8 @@ int RunWeft(int argc, char** argv, const VolumeOpener& opener, int in_fd, FILE* 
     serve_cmd->add_option("--tls-key", serve.tls_key_file, "PEM private key for --tls-cert");
     serve_cmd->add_option("--region", serve.region, "Region clients sign requests for")
         ->capture_default_str();
+    serve_cmd->add_flag("!--no-sigv2", serve.sigv2,
+                        "Refuse S3 Signature Version 2 (accepted by default, for old clients)");
     int64_t serve_lease_ms = serve.lease.count();
     serve_cmd
         ->add_option("--lease-ms", serve_lease_ms,
@@ -492,6 +494,8 @@ int RunWeft(int argc, char** argv, const VolumeOpener& opener, int in_fd, FILE* 
                         "expired (S3 adds a 'Warning: 110' header) instead of failing");
     spoke_cmd->add_option("--region", spoke.region, "Region clients sign requests for")
         ->capture_default_str();
+    spoke_cmd->add_flag("!--no-sigv2", spoke.sigv2,
+                        "Refuse S3 Signature Version 2 (accepted by default, for old clients)");
     spoke_cmd
         ->add_option("--cache-policy", spoke.cache_policy,
                      "NeuralCache's eviction policy: neural (epoch-aware, falling back to\n"

@@ -335,6 +335,7 @@ Status RunHub(const HubOptions& options, FILE* out) {
 
   s3::S3Options s3_options;
   s3_options.region = options.region;
+  s3_options.sigv2 = options.sigv2;
   s3::S3Frontend s3(*volume, *identities, s3_options);
   rest::RestFrontend rest(*volume, *identities);
   fabric::HubService hub_service(volume.get(), &leases, identities.get(), fabric_options);
@@ -389,6 +390,7 @@ Status RunSpoke(const SpokeOptions& options, FILE* out) {
 
   s3::S3Options s3_options;
   s3_options.region = options.region;
+  s3_options.sigv2 = options.sigv2;
   s3::S3Frontend s3(*volume, *identities, s3_options);
   rest::RestFrontend rest(*volume, *identities);
   fabric::HubService hub_service(volume.get(), &leases, identities.get(), {}, portal.get());

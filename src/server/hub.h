@@ -20,6 +20,8 @@ struct HubOptions {
   std::string tls_cert_file;
   std::string tls_key_file;
   std::string region = "us-east-1";
+  // Accept S3 Signature Version 2 (header and presigned) besides SigV4.
+  bool sigv2 = true;
   std::chrono::milliseconds shutdown_grace{30'000};
   // How long a spoke may answer from its metadata cache without hearing from the hub.
   std::chrono::milliseconds lease{5'000};
@@ -43,6 +45,8 @@ struct SpokeOptions {
   std::string tls_cert_file;
   std::string tls_key_file;
   std::string region = "us-east-1";
+  // Accept S3 Signature Version 2 (header and presigned) besides SigV4.
+  bool sigv2 = true;
   size_t connections = 8;
   std::chrono::milliseconds hub_timeout{10'000};
   bool stale_ok = false;                   // serve expired metadata when the hub is unreachable

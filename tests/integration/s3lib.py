@@ -159,7 +159,7 @@ class S3TestCase(WeftTestCase):
         return env
 
     def boto3(self, access=ROOT_ACCESS, secret=ROOT_SECRET, verify=None, endpoint=None,
-              **config):
+              signature_version="s3v4", **config):
         """A boto3 client of the hub (or of `endpoint`, a spoke's URL)."""
         import boto3
         from botocore.config import Config
@@ -167,7 +167,7 @@ class S3TestCase(WeftTestCase):
             "s3", endpoint_url=endpoint or self.hub.url, aws_access_key_id=access,
             aws_secret_access_key=secret, region_name=REGION, verify=verify,
             config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1},
-                          signature_version="s3v4",
+                          signature_version=signature_version,
                           **config))
 
     def admin(self, *args, secret=ROOT_SECRET, check=True):

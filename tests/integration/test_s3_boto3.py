@@ -405,6 +405,25 @@ class Versioning(S3TestCase):
         self.assertEqual(s3.get_bucket_versioning(Bucket="ver")["Status"], "Suspended")
 
 
+class SignatureV2Off(S3TestCase):
+    """`weft serve --no-sigv2` refuses Signature Version 2 with a message saying what to change
+    (it is accepted by default: test_s3_conformance.SigV2)."""
+
+    hub_args = ("--no-sigv2",)
+
+    def test_sigv2_is_refused_plainly(self):
+        self.boto3().create_bucket(Bucket="v2off")
+        v2 = self.boto3(signature_version="s3")
+        with self.assertRaises(ClientError) as ctx:
+            v2.put_object(Bucket="v2off", Key="k", Body=b"x")
+        self.assertEqual(error_code(ctx), "InvalidRequest")
+        self.assertIn("s3v4", ctx.exception.response["Error"]["Message"])
+        url = v2.generate_presigned_url("get_object", Params={"Bucket": "v2off", "Key": "k"})
+        self.assertIn("AWSAccessKeyId=", url)
+        proc = subprocess.run(["curl", "-s", url], stdout=subprocess.PIPE, timeout=60)
+        self.assertIn(b"<Code>InvalidRequest</Code>", proc.stdout)
+
+
 class Presigned(S3TestCase):
 
     def curl(self, *args):

@@ -3136,36 +3136,26 @@ class SigV2(Conformance):
         super().setUpClass()
         cls.v2 = cls.client(signature_version="s3")
 
-    # Weft: 400 InvalidRequest: only Signature Version 4 is accepted
-    @gap("sigv2")
     def test_list_buckets(self):
         b = self.bucket()
         self.assertIn(b, [x["Name"] for x in self.v2.list_buckets()["Buckets"]])
 
-    # Weft: 400 InvalidRequest: only Signature Version 4 is accepted
-    @gap("sigv2")
     def test_put_and_get_object(self):
         b = self.bucket()
         self.v2.put_object(Bucket=b, Key="v2", Body=b"signed v2", ContentType="text/plain",
                            Metadata={"m": "1"})
         self.assertEqual(self.v2.get_object(Bucket=b, Key="v2")["Body"].read(), b"signed v2")
 
-    # Weft: 400 InvalidRequest: only Signature Version 4 is accepted
-    @gap("sigv2")
     def test_key_with_special_characters(self):
         b = self.bucket()
         key = "sp ace+plus/\u00fcn\u00ef"
         self.v2.put_object(Bucket=b, Key=key, Body=b"x")
         self.assertEqual(self.get_body(b, key), b"x")
 
-    # Weft: 400 InvalidRequest: only Signature Version 4 is accepted
-    @gap("sigv2")
-    def test_subresource_request(self):
-        b = self.bucket(versioned=True)
-        self.assertEqual(self.v2.get_bucket_versioning(Bucket=b)["Status"], "Enabled")
+    # No test of a bucket subresource (?versioning) here: Debian's botocore 1.29 signs the
+    # resource as "/bucket?versioning?versioning" (its auth path already holds the query), which
+    # AWS refuses as well.
 
-    # Weft: 400 InvalidRequest: only Signature Version 4 is accepted
-    @gap("sigv2")
     def test_list_with_query_parameters(self):
         b = self.bucket()
         self.put(b, "p/1")
@@ -3173,14 +3163,10 @@ class SigV2(Conformance):
         out = self.v2.list_objects(Bucket=b, Prefix="p/", MaxKeys=5)
         self.assertEqual([o["Key"] for o in out["Contents"]], ["p/1"])
 
-    # Weft: 400 InvalidRequest: only Signature Version 4 is accepted
-    @gap("sigv2")
     def test_wrong_secret_is_SignatureDoesNotMatch(self):
         bad = self.client(secret="not-the-secret", signature_version="s3")
         self.assert_client_error(bad.list_buckets, "SignatureDoesNotMatch", 403)
 
-    # Weft: 400 InvalidRequest: only Signature Version 4 is accepted
-    @gap("sigv2")
     def test_presigned_get(self):
         b = self.bucket()
         self.put(b, "pre", b"presigned v2")
@@ -3192,8 +3178,6 @@ class SigV2(Conformance):
         self.assertEqual(resp.status, 200, resp)
         self.assertEqual(resp.body, b"presigned v2")
 
-    # Weft: 400 InvalidRequest: only Signature Version 4 is accepted
-    @gap("sigv2")
     def test_presigned_put(self):
         b = self.bucket()
         url = self.v2.generate_presigned_url("put_object", Params={"Bucket": b, "Key": "up"},
@@ -3203,8 +3187,6 @@ class SigV2(Conformance):
         self.assertEqual(resp.status, 200, resp)
         self.assertEqual(self.get_body(b, "up"), b"uploaded")
 
-    # Weft: 400 InvalidRequest: only Signature Version 4 is accepted
-    @gap("sigv2")
     def test_expired_presigned_url_is_AccessDenied(self):
         b = self.bucket()
         self.put(b, "pre")

@@ -151,8 +151,21 @@ Result<S3Request> ParseS3Request(const net::HttpRequest& http) {
   return request;
 }
 
+namespace {
+
+Result<auth::AccessKey> LookupKey(auth::IdentityStore& identities, const std::string& id) {
+  auto key = identities.LookupKey(id);
+  if (!key.ok() && key.status().code() == StatusCode::kNotFound) {
+    return PermissionDenied(Reason::kInvalidAccessKeyId,
+                            "The AWS Access Key Id you provided does not exist in our records.");
+  }
+  return key;
+}
+
+}  // namespace
+
 Result<Identity> Authenticate(const S3Request& request, auth::IdentityStore& identities,
-                              std::string_view region, int64_t now_seconds) {
+                              std::string_view region, int64_t now_seconds, bool allow_sigv2) {
   sigv4::Request signed_request;
   signed_request.method = request.method;
   signed_request.path = request.path;
@@ -160,15 +173,32 @@ Result<Identity> Authenticate(const S3Request& request, auth::IdentityStore& ide
   for (const net::HttpHeader& h : request.http->headers) {
     signed_request.headers.push_back({h.name, h.value});
   }
-  // Signature Version 2 would otherwise look anonymous; say plainly what to change.
-  if (request.HasQuery("AWSAccessKeyId") ||
-      request.Header("authorization").value_or("").starts_with("AWS ")) {
-    return InvalidArgument(Reason::kInvalidRequest,
-                           "Weft accepts only Signature Version 4 (AWS4-HMAC-SHA256); configure "
-                           "the client for s3v4 signatures");
+  Identity identity;
+  if (sigv2::Claims(signed_request)) {
+    // Refused, it would look anonymous; say plainly what to change.
+    if (!allow_sigv2) {
+      return InvalidArgument(Reason::kInvalidRequest,
+                             "this server accepts only Signature Version 4 (AWS4-HMAC-SHA256); "
+                             "configure the client for s3v4 signatures");
+    }
+    WEFT_ASSIGN_OR_RETURN(sigv2::Claim claim, sigv2::ParseAuth(signed_request));
+    WEFT_ASSIGN_OR_RETURN(auth::AccessKey key, LookupKey(identities, claim.access_key_id));
+    std::optional<int64_t> request_time;
+    if (auto date = request.Header("x-amz-date").value_or(request.Header("date").value_or(""));
+        !date.empty()) {
+      request_time = ParseHttpDate(date);
+    }
+    // SigV2 signs the path as sent, except that a bucket alone is "/bucket/".
+    const std::string resource = !request.bucket.empty() && request.key.empty()
+                                     ? "/" + request.bucket + "/"
+                                     : request.http->path;
+    WEFT_RETURN_IF_ERROR(
+        sigv2::Verify(claim, signed_request, resource, key.secret_key, now_seconds, request_time));
+    identity.principal = key.user;
+    identity.payload = PayloadMode::kUnsigned;  // SigV2 signs no body; Content-MD5 if sent
+    return identity;
   }
   auto parsed = sigv4::ParseRequestAuth(signed_request);
-  Identity identity;
   if (!parsed.ok()) {
     if (parsed.status().code() == StatusCode::kNotFound) {
       identity.principal = std::string(auth::kAnonymous);
@@ -186,15 +216,8 @@ Result<Identity> Authenticate(const S3Request& request, auth::IdentityStore& ide
                            "the region '" + claim.credential.region + "' is wrong; expecting '" +
                                std::string(region) + "'");
   }
-  auto key = identities.LookupKey(claim.credential.access_key_id);
-  if (!key.ok()) {
-    if (key.status().code() == StatusCode::kNotFound) {
-      return PermissionDenied(Reason::kInvalidAccessKeyId,
-                              "The AWS Access Key Id you provided does not exist in our "
-                              "records.");
-    }
-    return key.status();
-  }
+  auto key = LookupKey(identities, claim.credential.access_key_id);
+  if (!key.ok()) return key.status();
   WEFT_RETURN_IF_ERROR(sigv4::VerifyRequest(claim, signed_request, key->secret_key, now_seconds));
   identity.principal = key->user;
   if (claim.mode == sigv4::AuthMode::kHeader) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "auth/identity_store.h"
+#include "auth/sigv2.h"
 #include "auth/sigv4.h"
 #include "base/clock.h"
 #include "base/hash.h"
@@ -69,8 +70,9 @@ struct Identity {
 
 // Decides the auth mode and verifies the signature. Errors carry their S3 code
 // (InvalidAccessKeyId, SignatureDoesNotMatch, RequestTimeTooSkewed, AccessDenied, ...).
+// SigV2 is verified when `allow_sigv2`, else refused.
 Result<Identity> Authenticate(const S3Request& request, auth::IdentityStore& identities,
-                              std::string_view region, int64_t now_seconds);
+                              std::string_view region, int64_t now_seconds, bool allow_sigv2);
 
 // The request body as the client meant it: aws-chunked framing removed, and at the end the
 // SHA-256, Content-MD5, chunk signatures and decoded length checked. A failed check is an error

@@ -436,7 +436,7 @@ void S3Frontend::Handle(const net::HttpRequest& http, net::BodyReader& body,
   S3Request request = std::move(parsed).value();
   // 2. Authenticate: one decision for every handler.
   int64_t now_seconds = options_.clock->NowNanos() / 1'000'000'000;
-  auto identity = Authenticate(request, identities_, options_.region, now_seconds);
+  auto identity = Authenticate(request, identities_, options_.region, now_seconds, options_.sigv2);
   if (!identity.ok()) return fail(identity.status(), request.path);
   // 3. Route and authorise the resolved resource (and a copy source) before any handler runs.
   std::optional<CopySource> copy_source;

@@ -19,6 +19,8 @@ namespace weft::s3 {
 struct S3Options {
   // The region clients sign for (their default is us-east-1).
   std::string region = "us-east-1";
+  // Accept Signature Version 2 (header and presigned); off: refused with a clear message.
+  bool sigv2 = true;
   Clock* clock = SystemClock::Default();
 };
 

@@ -515,10 +515,28 @@ TEST_F(S3Test, DirectoryMarker) {
 
 // Signature Version 2 is refused with a message that says what to change, not treated as
 // anonymous.
-TEST_F(S3Test, SignatureVersion2IsRefused) {
+TEST_F(S3Test, SignatureVersion2IsCheckedOrRefusedWhenOff) {
   ASSERT_EQ(Send("PUT", "/sigv2").status, 200);
-  Reply header = Send("GET", "/sigv2", "", {{"Authorization", "AWS ROOTACCESSKEY0000000:abc="}},
+  // Accepted by default, so a wrong signature or an expired URL is refused as such.
+  Reply header = Send("GET", "/sigv2", "",
+                      {{"Authorization", "AWS ROOTACCESSKEY0000000:abc="},
+                       {"Date", "Mon, 07 Dec 2026 00:00:00 GMT"}},
                       /*access=*/"");
+  EXPECT_TRUE(header.HasCode("SignatureDoesNotMatch") || header.HasCode("RequestTimeTooSkewed"))
+      << header.body;
+  Reply expired = Send("GET", "/sigv2?AWSAccessKeyId=ROOTACCESSKEY0000000&Signature=x&Expires=1",
+                       "", {}, /*access=*/"");
+  EXPECT_TRUE(expired.HasCode("AccessDenied")) << expired.body;
+  Reply unknown = Send("GET", "/sigv2?AWSAccessKeyId=NOSUCHKEY&Signature=x&Expires=1", "", {},
+                       /*access=*/"");
+  EXPECT_TRUE(unknown.HasCode("InvalidAccessKeyId")) << unknown.body;
+
+  S3Options off;
+  off.clock = &clock_;
+  off.sigv2 = false;
+  frontend_ = std::make_unique<S3Frontend>(*volume_, *identities_, off);
+  header = Send("GET", "/sigv2", "", {{"Authorization", "AWS ROOTACCESSKEY0000000:abc="}},
+                /*access=*/"");
   EXPECT_TRUE(header.HasCode("InvalidRequest")) << header.body;
   EXPECT_NE(header.body.find("s3v4"), std::string::npos);
   Reply query = Send("GET", "/sigv2?AWSAccessKeyId=ROOTACCESSKEY0000000&Signature=x&Expires=1", "",

@@ -53,6 +53,8 @@ std::string_view ReasonName(Reason reason) {
       return "";
     case Reason::kAccessDenied:
       return "AccessDenied";
+    case Reason::kBadRequest:
+      return "BadRequest";
     case Reason::kAuthorizationHeaderMalformed:
       return "AuthorizationHeaderMalformed";
     case Reason::kAuthorizationQueryParametersError:
@@ -95,6 +97,8 @@ std::string_view ReasonName(Reason reason) {
       return "InvalidRange";
     case Reason::kInvalidRequest:
       return "InvalidRequest";
+    case Reason::kInvalidTag:
+      return "InvalidTag";
     case Reason::kKeyTooLongError:
       return "KeyTooLongError";
     case Reason::kMalformedXML:
@@ -109,6 +113,8 @@ std::string_view ReasonName(Reason reason) {
       return "NoSuchBucket";
     case Reason::kNoSuchKey:
       return "NoSuchKey";
+    case Reason::kNoSuchTagSet:
+      return "NoSuchTagSet";
     case Reason::kNoSuchUpload:
       return "NoSuchUpload";
     case Reason::kNoSuchVersion:

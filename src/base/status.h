@@ -44,6 +44,7 @@ std::string_view StatusCodeName(StatusCode code);
 enum class Reason : uint8_t {
   kNone = 0,
   kAccessDenied,
+  kBadRequest,
   kAuthorizationHeaderMalformed,
   kAuthorizationQueryParametersError,
   kBadDigest,
@@ -65,6 +66,7 @@ enum class Reason : uint8_t {
   kInvalidPartOrder,
   kInvalidRange,
   kInvalidRequest,
+  kInvalidTag,
   kKeyTooLongError,
   kMalformedXML,
   kMetadataTooLarge,
@@ -72,6 +74,7 @@ enum class Reason : uint8_t {
   kMissingContentLength,
   kNoSuchBucket,
   kNoSuchKey,
+  kNoSuchTagSet,
   kNoSuchUpload,
   kNoSuchVersion,
   kNotImplemented,

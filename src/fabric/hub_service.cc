@@ -1028,8 +1028,14 @@ Status HubService::Forward(Call& call) {
     WEFT_RETURN_IF_ERROR(op == "rmdir" ? volume_->Rmdir(ctx, path) : volume_->Unlink(ctx, path));
   } else if (op == "setattr") {
     WEFT_ASSIGN_OR_RETURN(std::string path, path_arg("path"));
-    // A directory's attributes are its settings (S3 bucket settings, residency): admin only.
-    WEFT_RETURN_IF_ERROR(authorize(a.contains("attributes") ? auth::kAdmin : auth::kWrite, path));
+    // A directory's attributes are its settings (S3 bucket settings, residency): admin only. A
+    // file's describe its current version (S3 tags): write.
+    uint8_t needed = auth::kWrite;
+    if (a.contains("attributes")) {
+      auto target = volume_->Stat(ctx, path);
+      if (!target.ok() || target->type != FileType::kFile) needed = auth::kAdmin;
+    }
+    WEFT_RETURN_IF_ERROR(authorize(needed, path));
     SetAttrRequest req;
     if (a.contains("mode")) req.mode = a.at("mode").get<uint32_t>();
     if (a.contains("uid")) req.uid = a.at("uid").get<uint32_t>();
@@ -1037,6 +1043,7 @@ Status HubService::Forward(Call& call) {
     if (a.contains("mtime_ns")) req.mtime_ns = a.at("mtime_ns").get<int64_t>();
     if (a.contains("atime_ns")) req.atime_ns = a.at("atime_ns").get<int64_t>();
     if (a.contains("attributes")) req.attributes = a.at("attributes").get<Attributes>();
+    if (a.contains("if_version")) req.if_version = a.at("if_version").get<std::string>();
     WEFT_ASSIGN_OR_RETURN(FileInfo info, volume_->SetAttr(ctx, path, req));
     call.reply = {{"info", InfoToJson(info)}};
   } else if (op == "snapshot_create") {

@@ -374,6 +374,7 @@ class PortalVolumeImpl final : public PortalVolume, private DataStore {
     if (req.mtime_ns) args["mtime_ns"] = *req.mtime_ns;
     if (req.atime_ns) args["atime_ns"] = *req.atime_ns;
     if (req.attributes) args["attributes"] = *req.attributes;
+    if (req.if_version) args["if_version"] = *req.if_version;
     WEFT_ASSIGN_OR_RETURN(json reply, Forward(args, AffectedBySetAttr(m.hub)));
     WEFT_ASSIGN_OR_RETURN(FileInfo info, InfoFromJson(reply.at("info")));
     return Localise(info, m.local);

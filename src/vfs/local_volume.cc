@@ -1306,15 +1306,25 @@ Result<FileInfo> LocalVolume::SetAttr(const RequestContext& ctx, const std::stri
     }
     WEFT_ASSIGN_OR_RETURN(auto cur, t->GetInode(ino));
     Inode inode = cur.value;
+    if (req.if_version && (inode.type != FileType::kFile ||
+                           schema::MakeVersionId(ino, inode.content_seq) != *req.if_version)) {
+      return FailedPrecondition(path + ": the current version is not " + *req.if_version);
+    }
     if (req.attributes) {
-      if (inode.type == FileType::kFile) {
-        return InvalidArgument(path +
-                               ": attributes of a file belong to its version; write a new version");
-      }
-      if (inode.type != FileType::kDirectory) {
+      if (inode.type != FileType::kDirectory && inode.type != FileType::kFile) {
         return InvalidArgument(path + ": only directories and file versions have attributes");
       }
+      // A file's current version keeps its id: the same content, described anew. Readers take
+      // a version's attributes from its manifest, so it says the same.
       inode.attributes = *req.attributes;
+      if (inode.type == FileType::kFile) {
+        const std::string key = schema::ManifestKey(ino, inode.content_seq);
+        WEFT_ASSIGN_OR_RETURN(auto stored, t->reader.Get(key));
+        if (!stored) return Corruption(path + ": the current version has no manifest");
+        WEFT_ASSIGN_OR_RETURN(Manifest manifest, schema::DecodeManifest(*stored));
+        manifest.attributes = *req.attributes;
+        t->reader.Put(key, schema::EncodeManifest(manifest));
+      }
     }
     if (req.mode) inode.mode = *req.mode & 07777;
     if (req.uid) inode.uid = *req.uid;

@@ -1217,7 +1217,7 @@ class SeedRun {
         break;
       case 4:
         what = "setattr " + path;
-        s = vol_->SetAttr(ctx_, path, SetAttrRequest{0700, {}, {}, {}, {}, {}}).status();
+        s = vol_->SetAttr(ctx_, path, SetAttrRequest{0700, {}, {}, {}, {}, {}, {}}).status();
         break;
       case 5:
         what = "symlink " + path;

@@ -298,9 +298,12 @@ struct SetAttrRequest {
   std::optional<int64_t> mtime_ns;
   std::optional<int64_t> atime_ns;
   // Replaces a directory's attributes (the S3 front end keeps bucket settings on the bucket
-  // directory). InvalidArgument on a file: its attributes belong to its version, so write a
-  // new version instead.
+  // directory), or those of a file's current version, which keeps its version id (S3 object
+  // tags change that way; older versions keep theirs).
   std::optional<Attributes> attributes;
+  // Apply only while the path is a file whose current version has this id (a read-modify-write
+  // of its attributes must not land on a newer version); FailedPrecondition otherwise.
+  std::optional<std::string> if_version;
 };
 
 struct SnapshotInfo {

@@ -390,6 +390,38 @@ class MultipartAtSpokeTest(FabricTestCase):
         self.assertNotIn("scratch", [b["Name"] for b in self.s3_hub.list_buckets()["Buckets"]])
 
 
+class S3SettingsAtSpokeTest(FabricTestCase):
+    """Object tags and versions, set through a spoke's S3, are the hub's: one namespace."""
+
+    def tags(self, s3, key):
+        return {t["Key"]: t["Value"] for t in
+                s3.get_object_tagging(Bucket="data", Key=key)["TagSet"]}
+
+    def test_tags_and_delete_markers_through_spokes(self):
+        self.s3_a.put_object(Bucket="data", Key="t/k", Body=b"x", Tagging="team=ml&tier=gold")
+        self.assertEqual(self.tags(self.s3_hub, "t/k"), {"team": "ml", "tier": "gold"})
+        self.s3_b.put_object_tagging(Bucket="data", Key="t/k", Tagging={"TagSet": [
+            {"Key": "stage", "Value": "eval"}]})
+        self.assertEqual(self.tags(self.s3_hub, "t/k"), {"stage": "eval"})
+        self.assertEqual(self.tags(self.s3_a, "t/k"), {"stage": "eval"})
+        self.assertEqual(self.s3_a.head_object(Bucket="data", Key="t/k")["ResponseMetadata"]
+                         ["HTTPHeaders"]["x-amz-tagging-count"], "1")
+        self.assertEqual(self.get(self.s3_a, "t/k"), b"x")
+
+        self.s3_hub.put_bucket_versioning(Bucket="data",
+                                          VersioningConfiguration={"Status": "Enabled"})
+        v1 = self.s3_a.put_object(Bucket="data", Key="t/v", Body=b"one")["VersionId"]
+        marker = self.s3_a.delete_object(Bucket="data", Key="t/v")
+        self.assertTrue(marker["DeleteMarker"])
+        listed = self.s3_hub.list_object_versions(Bucket="data", Prefix="t/v")
+        self.assertEqual([m["VersionId"] for m in listed["DeleteMarkers"]], [marker["VersionId"]])
+        self.assertEqual([v["VersionId"] for v in listed["Versions"]], [v1])
+        # Removing the marker at a spoke brings the object back everywhere.
+        self.s3_b.delete_object(Bucket="data", Key="t/v", VersionId=marker["VersionId"])
+        self.assertEqual(self.get(self.s3_hub, "t/v"), b"one")
+        self.assertEqual(self.get(self.s3_b, "t/v"), b"one")
+
+
 class ResidencyTest(FabricTestCase):
     def rest(self, method, path, body=None):
         import json

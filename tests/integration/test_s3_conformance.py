@@ -2456,30 +2456,22 @@ class Tagging(Conformance):
         return sorted((t["Key"], t["Value"]) for t in
                       self.s3.get_object_tagging(Bucket=b, Key=key, **kw)["TagSet"])
 
-    # Weft: PUT ?tagging answers 501 NotImplemented
-    @gap("tagging")
     def test_put_and_get_object_tagging(self):
         b = self.obj()
         self.s3.put_object_tagging(Bucket=b, Key="k", Tagging={"TagSet": [
             {"Key": "project", "Value": "weft"}, {"Key": "tier", "Value": "gold"}]})
         self.assertEqual(self.tags(b), [("project", "weft"), ("tier", "gold")])
 
-    # Weft: GET ?tagging answers 501 NotImplemented
-    @gap("tagging")
     def test_put_object_with_tagging_header(self):
         b = self.bucket()
         self.put(b, "k", Tagging="a=1&b=two%20words")
         self.assertEqual(self.tags(b), [("a", "1"), ("b", "two words")])
 
-    # Weft: x-amz-tagging accepted on PUT, no x-amz-tagging-count on HEAD
-    @gap("tagging")
     def test_head_reports_tagging_count(self):
         b = self.bucket()
         self.put(b, "k", Tagging="a=1&b=2")
         self.assertEqual(self.raw("HEAD", b, "k").header("x-amz-tagging-count"), "2")
 
-    # Weft: PUT ?tagging answers 501 NotImplemented
-    @gap("tagging")
     def test_put_tagging_replaces_whole_set(self):
         b = self.obj()
         self.s3.put_object_tagging(Bucket=b, Key="k", Tagging={"TagSet": tagset(3)})
@@ -2487,8 +2479,6 @@ class Tagging(Conformance):
             {"Key": "only", "Value": "one"}]})
         self.assertEqual(self.tags(b), [("only", "one")])
 
-    # Weft: DELETE ?tagging answers 501 NotImplemented
-    @gap("tagging")
     def test_delete_object_tagging(self):
         b = self.bucket()
         self.put(b, "k", Tagging="a=1")
@@ -2496,15 +2486,11 @@ class Tagging(Conformance):
         self.assertEqual(resp["ResponseMetadata"]["HTTPStatusCode"], 204)
         self.assertEqual(self.tags(b), [])
 
-    # Weft: PUT ?tagging answers 501 NotImplemented
-    @gap("tagging")
     def test_ten_tags_accepted(self):
         b = self.obj()
         self.s3.put_object_tagging(Bucket=b, Key="k", Tagging={"TagSet": tagset(10)})
         self.assertEqual(len(self.tags(b)), 10)
 
-    # Weft: PUT ?tagging answers 501 NotImplemented
-    @gap("tagging")
     def test_eleven_tags_rejected(self):
         b = self.obj()
         with self.assertRaises(ClientError) as ctx:
@@ -2512,8 +2498,6 @@ class Tagging(Conformance):
         self.assertEqual(status(ctx), 400)
         self.assertIn(code(ctx), ("BadRequest", "InvalidTag"))
 
-    # Weft: x-amz-tagging is ignored: 200
-    @gap("tagging")
     def test_put_object_with_eleven_tags_rejected(self):
         b = self.bucket()
         with self.assertRaises(ClientError) as ctx:
@@ -2521,55 +2505,41 @@ class Tagging(Conformance):
         self.assertEqual(status(ctx), 400)
         self.assertIn(code(ctx), ("BadRequest", "InvalidTag"))
 
-    # Weft: PUT ?tagging answers 501 NotImplemented
-    @gap("tagging")
     def test_tag_key_of_128_and_value_of_256_accepted(self):
         b = self.obj()
         self.s3.put_object_tagging(Bucket=b, Key="k", Tagging={"TagSet": [
             {"Key": "K" * 128, "Value": "V" * 256}]})
         self.assertEqual(self.tags(b), [("K" * 128, "V" * 256)])
 
-    # Weft: PUT ?tagging answers 501 NotImplemented
-    @gap("tagging")
     def test_tag_key_of_129_is_InvalidTag(self):
         b = self.obj()
         self.assert_client_error(self.s3.put_object_tagging, "InvalidTag", 400, Bucket=b,
                                  Key="k", Tagging={"TagSet": [{"Key": "K" * 129,
                                                                "Value": "v"}]})
 
-    # Weft: PUT ?tagging answers 501 NotImplemented
-    @gap("tagging")
     def test_tag_value_of_257_is_InvalidTag(self):
         b = self.obj()
         self.assert_client_error(self.s3.put_object_tagging, "InvalidTag", 400, Bucket=b,
                                  Key="k", Tagging={"TagSet": [{"Key": "k",
                                                                "Value": "V" * 257}]})
 
-    # Weft: PUT ?tagging answers 501 NotImplemented
-    @gap("tagging")
     def test_duplicate_tag_keys_are_InvalidTag(self):
         b = self.obj()
         self.assert_client_error(self.s3.put_object_tagging, "InvalidTag", 400, Bucket=b,
                                  Key="k", Tagging={"TagSet": [{"Key": "d", "Value": "1"},
                                                               {"Key": "d", "Value": "2"}]})
 
-    # Weft: GET ?tagging answers 501 NotImplemented
-    @gap("tagging")
     def test_get_tagging_missing_key_is_NoSuchKey(self):
         b = self.bucket()
         self.assert_client_error(self.s3.get_object_tagging, "NoSuchKey", 404, Bucket=b,
                                  Key="absent")
 
-    # Weft: GET ?tagging answers 501 NotImplemented
-    @gap("tagging")
     def test_copy_copies_tags_by_default(self):
         b = self.bucket()
         self.put(b, "src", Tagging="t=1")
         self.s3.copy_object(Bucket=b, Key="dst", CopySource={"Bucket": b, "Key": "src"})
         self.assertEqual(self.tags(b, "dst"), [("t", "1")])
 
-    # Weft: GET ?tagging answers 501 NotImplemented
-    @gap("tagging")
     def test_copy_tagging_directive_replace(self):
         b = self.bucket()
         self.put(b, "src", Tagging="t=1")
@@ -2577,16 +2547,12 @@ class Tagging(Conformance):
                             TaggingDirective="REPLACE", Tagging="n=2")
         self.assertEqual(self.tags(b, "dst"), [("n", "2")])
 
-    # Weft: GET ?tagging answers 501 NotImplemented
-    @gap("tagging")
     def test_tagging_of_a_specific_version(self):
         b = self.bucket(versioned=True)
         v1 = self.put(b, "k", Tagging="v=1")["VersionId"]
         self.put(b, "k", Tagging="v=2")
         self.assertEqual(self.tags(b, VersionId=v1), [("v", "1")])
 
-    # Weft: GET ?tagging answers 501 NotImplemented
-    @gap("tagging")
     def test_multipart_upload_with_tagging(self):
         b = self.bucket()
         uid = self.s3.create_multipart_upload(Bucket=b, Key="k", Tagging="mp=yes")["UploadId"]
@@ -2596,8 +2562,6 @@ class Tagging(Conformance):
             "Parts": [{"PartNumber": 1, "ETag": e}]})
         self.assertEqual(self.tags(b), [("mp", "yes")])
 
-    # Weft: PUT ?tagging answers 501 NotImplemented
-    @gap("tagging")
     def test_bucket_tagging_round_trip(self):
         b = self.bucket()
         self.s3.put_bucket_tagging(Bucket=b, Tagging={"TagSet": [
@@ -2605,14 +2569,10 @@ class Tagging(Conformance):
         self.assertEqual(self.s3.get_bucket_tagging(Bucket=b)["TagSet"],
                          [{"Key": "team", "Value": "storage"}])
 
-    # Weft: GET ?tagging answers 501 NotImplemented
-    @gap("tagging")
     def test_bucket_without_tags_is_NoSuchTagSet(self):
         b = self.bucket()
         self.assert_client_error(self.s3.get_bucket_tagging, "NoSuchTagSet", 404, Bucket=b)
 
-    # Weft: PUT ?tagging answers 501 NotImplemented
-    @gap("tagging")
     def test_delete_bucket_tagging(self):
         b = self.bucket()
         self.s3.put_bucket_tagging(Bucket=b, Tagging={"TagSet": [{"Key": "a", "Value": "b"}]})

@@ -22,6 +22,10 @@ inline constexpr std::string_view kAttrVersioning = "s3.versioning";
 // A multipart object's part sizes, as runs "size*count,..." (GET ?partNumber=).
 inline constexpr std::string_view kAttrParts = "s3.parts";
 inline constexpr int64_t kMaxParts = 10000;
+// Tags, in order as sent: an object version's (x-amz-tagging, PutObjectTagging) and a bucket's.
+using Tags = std::vector<std::pair<std::string, std::string>>;
+inline constexpr std::string_view kAttrTagging = "s3.tagging";
+inline constexpr std::string_view kAttrBucketTagging = "s3.bucket-tagging";
 // When each versioning state began (versions.h).
 inline constexpr std::string_view kAttrVersioningLog = "s3.versioning-log";
 // The principal that created the bucket.
@@ -60,6 +64,13 @@ class S3Frontend::Call {
   void ListObjects(bool v2);
   void ListObjectVersions();
   void DeleteObjects();
+  // Tags (tagging.cc).
+  void GetObjectTagging();
+  void PutObjectTagging();
+  void DeleteObjectTagging();
+  void GetBucketTagging();
+  void PutBucketTagging();
+  void DeleteBucketTagging();
   // Objects.
   void PutObject();
   void GetObject(bool head);
@@ -137,6 +148,8 @@ class S3Frontend::Call {
   std::string UploadDir(const std::string& upload_id) const;
   Result<FileInfo> FindUpload(const std::string& upload_id);
   void RemoveUpload(const std::string& upload_id);
+  // Replaces the current version's tags (none: removes them) and answers.
+  void SetObjectTags(const std::optional<Tags>& tags);
   // CompleteMultipartUpload's answer for the object `info` it made.
   void SendCompleted(const FileInfo& info);
 
@@ -154,6 +167,14 @@ std::string QuoteEtag(std::string_view etag);
 std::string UnquoteEtag(std::string_view etag);
 // Response headers describing an object: ETag, Last-Modified, Content-Type, x-amz-meta-*, ...
 std::vector<net::HttpHeader> ObjectHeaders(const FileInfo& info);
+// Tags (tagging.cc): validated against S3's limits (InvalidTag, BadRequest), parsed from an
+// x-amz-tagging header or a Tagging document, and stored in an attribute.
+Status ValidateTags(const Tags& tags, bool bucket);
+Result<Tags> ParseTaggingHeader(std::string_view header);
+Result<Tags> ParseTaggingXml(const XmlDocument& doc, bool bucket);
+std::string EncodeTags(const Tags& tags);
+Tags DecodeTags(std::string_view stored);
+Tags TagsOf(const Attributes& attributes, std::string_view name);
 // The kAttrParts form of part sizes, and back (nullopt if malformed).
 std::string EncodePartSizes(const std::vector<uint64_t>& sizes);
 std::optional<std::vector<uint64_t>> DecodePartSizes(std::string_view text);

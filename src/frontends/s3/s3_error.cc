@@ -16,6 +16,7 @@ struct KnownCode {
 // The S3 errors Weft answers, with the status AWS documents for each.
 constexpr std::array kKnownCodes = {
     KnownCode{Reason::kAccessDenied, 403},
+    KnownCode{Reason::kBadRequest, 400},
     KnownCode{Reason::kAuthorizationHeaderMalformed, 400},
     KnownCode{Reason::kAuthorizationQueryParametersError, 400},
     KnownCode{Reason::kBadDigest, 400},
@@ -37,6 +38,7 @@ constexpr std::array kKnownCodes = {
     KnownCode{Reason::kInvalidPartOrder, 400},
     KnownCode{Reason::kInvalidRange, 416},
     KnownCode{Reason::kInvalidRequest, 400},
+    KnownCode{Reason::kInvalidTag, 400},
     KnownCode{Reason::kKeyTooLongError, 400},
     KnownCode{Reason::kMalformedXML, 400},
     KnownCode{Reason::kMetadataTooLarge, 400},
@@ -44,6 +46,7 @@ constexpr std::array kKnownCodes = {
     KnownCode{Reason::kMissingContentLength, 411},
     KnownCode{Reason::kNoSuchBucket, 404},
     KnownCode{Reason::kNoSuchKey, 404},
+    KnownCode{Reason::kNoSuchTagSet, 404},
     KnownCode{Reason::kNoSuchUpload, 404},
     KnownCode{Reason::kNoSuchVersion, 404},
     KnownCode{Reason::kNotImplemented, 501},

@@ -207,6 +207,9 @@ std::vector<net::HttpHeader> ObjectHeaders(const FileInfo& info) {
     }
   }
   if (!has_type) headers.push_back({"Content-Type", "binary/octet-stream"});
+  if (auto it = info.attributes.find(std::string(kAttrTagging)); it != info.attributes.end()) {
+    headers.push_back({"x-amz-tagging-count", std::to_string(DecodeTags(it->second).size())});
+  }
   return headers;
 }
 
@@ -244,34 +247,35 @@ namespace {
 
 // The query parameters some operation reads (response-* and X-Amz-* aside).
 bool IsKnownParameter(std::string_view name) {
-  static constexpr std::array<std::string_view, 26> kKnown = {"continuation-token",
-                                                              "delete",
-                                                              "delimiter",
-                                                              "encoding-type",
-                                                              "fetch-owner",
-                                                              "key-marker",
-                                                              "list-type",
-                                                              "location",
-                                                              "marker",
-                                                              "max-keys",
-                                                              "max-parts",
-                                                              "max-uploads",
-                                                              "part-number-marker",
-                                                              "partNumber",
-                                                              "prefix",
-                                                              "start-after",
-                                                              "upload-id-marker",
-                                                              "uploadId",
-                                                              "uploads",
-                                                              "version-id-marker",
-                                                              "versionId",
-                                                              "versioning",
-                                                              "versions",
-                                                              "x-id",
-                                                              "max-buckets",
-                                                              "bucket-region"};
+  static constexpr std::string_view kKnown[] = {"bucket-region",
+                                                "continuation-token",
+                                                "delete",
+                                                "delimiter",
+                                                "encoding-type",
+                                                "fetch-owner",
+                                                "key-marker",
+                                                "list-type",
+                                                "location",
+                                                "marker",
+                                                "max-buckets",
+                                                "max-keys",
+                                                "max-parts",
+                                                "max-uploads",
+                                                "part-number-marker",
+                                                "partNumber",
+                                                "prefix",
+                                                "start-after",
+                                                "tagging",
+                                                "upload-id-marker",
+                                                "uploadId",
+                                                "uploads",
+                                                "version-id-marker",
+                                                "versionId",
+                                                "versioning",
+                                                "versions",
+                                                "x-id"};
   if (name.starts_with("response-") || name.starts_with("X-Amz-")) return true;
-  return std::find(kKnown.begin(), kKnown.end(), name) != kKnown.end();
+  return std::find(std::begin(kKnown), std::end(kKnown), name) != std::end(kKnown);
 }
 
 // Decides handler, permission and resource for a parsed request. Anything not listed here is
@@ -286,7 +290,6 @@ Result<Route> RouteRequest(const S3Request& r, std::optional<CopySource>* copy_s
                                        "policy",
                                        "cors",
                                        "lifecycle",
-                                       "tagging",
                                        "website",
                                        "replication",
                                        "logging",
@@ -332,6 +335,20 @@ Result<Route> RouteRequest(const S3Request& r, std::optional<CopySource>* copy_s
   route.bucket_must_exist = true;
   if (r.key.empty()) {
     route.resource = bucket_path;
+    if (r.HasQuery("tagging")) {
+      if (m == "GET") {
+        route.run = [](C& c) { c.GetBucketTagging(); };
+        route.needed = auth::kList;
+      } else if (m == "PUT" || m == "DELETE") {
+        route.run =
+            m == "PUT" ? [](C& c) { c.PutBucketTagging(); } : [](C& c) { c.DeleteBucketTagging(); };
+        route.needed = auth::kAdmin;
+      } else {
+        return Status(StatusCode::kUnimplemented, Reason::kMethodNotAllowed,
+                      m + " on a bucket's tags");
+      }
+      return route;
+    }
     if (m == "PUT" && r.HasQuery("versioning")) {
       route.run = [](C& c) { c.PutBucketVersioning(); };
       route.needed = auth::kAdmin;
@@ -378,6 +395,21 @@ Result<Route> RouteRequest(const S3Request& r, std::optional<CopySource>* copy_s
     WEFT_ASSIGN_OR_RETURN(*copy_source, ParseCopySource(*header));
   }
   bool upload = r.HasQuery("uploadId");
+  if (r.HasQuery("tagging")) {
+    if (m == "GET") {
+      route.run = [](C& c) { c.GetObjectTagging(); };
+      route.needed = auth::kRead;
+    } else if (m == "PUT" || m == "DELETE") {
+      route.run =
+          m == "PUT" ? [](C& c) { c.PutObjectTagging(); } : [](C& c) { c.DeleteObjectTagging(); };
+      route.needed = auth::kWrite;
+    } else {
+      return Status(StatusCode::kUnimplemented, Reason::kMethodNotAllowed,
+                    m + " on an object's tags");
+    }
+    *copy_source = std::nullopt;
+    return route;
+  }
   if (m == "PUT" && upload && r.HasQuery("partNumber")) {
     route.run = nullptr;  // UploadPart / UploadPartCopy: dispatched with the copy source
     route.needed = auth::kWrite;
@@ -711,6 +743,10 @@ Result<Attributes> S3Frontend::Call::AttributesFromHeaders() {
   if (meta_bytes > kMaxUserMetadataBytes) {
     return InvalidArgument(Reason::kMetadataTooLarge,
                            "x-amz-meta-* headers may total at most 2 KB");
+  }
+  if (auto tagging = request_.Header("x-amz-tagging")) {
+    WEFT_ASSIGN_OR_RETURN(Tags tags, ParseTaggingHeader(*tagging));
+    if (!tags.empty()) attributes[std::string(kAttrTagging)] = EncodeTags(tags);
   }
   return attributes;
 }
@@ -1671,12 +1707,19 @@ void S3Frontend::Call::CopyObject(const CopySource& source) {
   WriteOptions opts;
   opts.create_parents = true;
   opts.etag = src.etag;  // same bytes, same ETag (multipart ETags stay as they were)
-  if (directive == "COPY") {
-    opts.attributes = src.attributes;
-  } else {
-    auto attributes = AttributesFromHeaders();
-    if (!attributes.ok()) return SendStatus(attributes.status());
-    opts.attributes = std::move(attributes).value();
+  std::string tagging = std::string(request_.Header("x-amz-tagging-directive").value_or("COPY"));
+  if (tagging != "COPY" && tagging != "REPLACE") {
+    return SendError(
+        MakeError(Reason::kInvalidArgument, "x-amz-tagging-directive must be COPY or REPLACE"));
+  }
+  auto from_headers = AttributesFromHeaders();
+  if (!from_headers.ok()) return SendStatus(from_headers.status());
+  opts.attributes = directive == "COPY" ? src.attributes : *from_headers;
+  // The tags follow their own directive: the source's, or the x-amz-tagging header's.
+  const Attributes& tags_from = tagging == "COPY" ? src.attributes : *from_headers;
+  opts.attributes.erase(std::string(kAttrTagging));
+  if (auto it = tags_from.find(std::string(kAttrTagging)); it != tags_from.end()) {
+    opts.attributes[it->first] = it->second;
   }
   auto writer = volume().OpenWriter(ctx_, dest, opts);
   if (!writer.ok()) return SendStatus(writer.status());

@@ -2896,8 +2896,6 @@ class ObjectLock(Conformance):
 class Attributes(Conformance):
     AREA = "attributes"
 
-    # Weft: GET ?attributes answers 501 NotImplemented
-    @gap("attributes")
     def test_etag_size_and_storage_class(self):
         b = self.bucket()
         self.put(b, "k", b"attributes")
@@ -2907,16 +2905,12 @@ class Attributes(Conformance):
         self.assertEqual(out["ObjectSize"], 10)
         self.assertEqual(out["StorageClass"], "STANDARD")
 
-    # Weft: GET ?attributes answers 501 NotImplemented
-    @gap("attributes")
     def test_last_modified_is_returned(self):
         b = self.bucket()
         self.put(b, "k")
         out = self.s3.get_object_attributes(Bucket=b, Key="k", ObjectAttributes=["ObjectSize"])
         self.assertIsInstance(out["LastModified"], datetime.datetime)
 
-    # Weft: GET ?attributes answers 501 NotImplemented
-    @gap("attributes")
     def test_object_parts_of_multipart_object(self):
         b = self.bucket()
         uid = self.s3.create_multipart_upload(Bucket=b, Key="k")["UploadId"]
@@ -2929,8 +2923,6 @@ class Attributes(Conformance):
         out = self.s3.get_object_attributes(Bucket=b, Key="k", ObjectAttributes=["ObjectParts"])
         self.assertEqual(out["ObjectParts"]["TotalPartsCount"], 2)
 
-    # Weft: GET ?attributes answers 501 NotImplemented
-    @gap("attributes")
     def test_version_attributes(self):
         b = self.bucket(versioned=True)
         v1 = self.put(b, "k", b"one")["VersionId"]
@@ -2940,8 +2932,6 @@ class Attributes(Conformance):
         self.assertEqual(out["ObjectSize"], 3)
         self.assertEqual(out["VersionId"], v1)
 
-    # Weft: GET ?attributes answers 501 NotImplemented
-    @gap("attributes")
     def test_missing_key_is_NoSuchKey(self):
         b = self.bucket()
         self.assert_client_error(self.s3.get_object_attributes, "NoSuchKey", 404, Bucket=b,

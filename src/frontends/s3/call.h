@@ -74,6 +74,7 @@ class S3Frontend::Call {
   // Objects.
   void PutObject();
   void GetObject(bool head);
+  void GetObjectAttributes();
   void DeleteObject();
   void CopyObject(const CopySource& source);
   // Multipart (multipart.cc).

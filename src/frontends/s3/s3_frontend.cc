@@ -247,7 +247,8 @@ namespace {
 
 // The query parameters some operation reads (response-* and X-Amz-* aside).
 bool IsKnownParameter(std::string_view name) {
-  static constexpr std::string_view kKnown[] = {"bucket-region",
+  static constexpr std::string_view kKnown[] = {"attributes",
+                                                "bucket-region",
                                                 "continuation-token",
                                                 "delete",
                                                 "delimiter",
@@ -308,8 +309,7 @@ Result<Route> RouteRequest(const S3Request& r, std::optional<CopySource>* copy_s
                                        "analytics",
                                        "metrics",
                                        "inventory",
-                                       "intelligent-tiering",
-                                       "attributes"}) {
+                                       "intelligent-tiering"}) {
     if (r.HasQuery(unsupported)) {
       return Unimplemented(Reason::kNotImplemented, "the ?" + std::string(unsupported) +
                                                         " subresource is not supported by Weft");
@@ -395,6 +395,11 @@ Result<Route> RouteRequest(const S3Request& r, std::optional<CopySource>* copy_s
     WEFT_ASSIGN_OR_RETURN(*copy_source, ParseCopySource(*header));
   }
   bool upload = r.HasQuery("uploadId");
+  if (m == "GET" && r.HasQuery("attributes")) {
+    route.run = [](C& c) { c.GetObjectAttributes(); };
+    route.needed = auth::kRead;
+    return route;
+  }
   if (r.HasQuery("tagging")) {
     if (m == "GET") {
       route.run = [](C& c) { c.GetObjectTagging(); };
@@ -1659,6 +1664,73 @@ void S3Frontend::Call::GetObject(bool head) {
     return SendStatus(sent);
   }
   (void)response_.Finish();
+}
+
+void S3Frontend::Call::GetObjectAttributes() {
+  auto bucket = StatBucket(request_.bucket);
+  if (!bucket.ok()) return SendStatus(bucket.status(), Missing::kBucket);
+  auto wanted_header = request_.Header("x-amz-object-attributes");
+  if (!wanted_header || wanted_header->empty()) {
+    return SendError(MakeError(Reason::kInvalidArgument,
+                               "x-amz-object-attributes names the attributes to return"));
+  }
+  std::set<std::string, std::less<>> wanted;
+  for (std::string_view rest = *wanted_header; !rest.empty();) {
+    size_t comma = rest.find(',');
+    std::string_view one = rest.substr(0, comma);
+    rest = comma == std::string_view::npos ? "" : rest.substr(comma + 1);
+    while (!one.empty() && one.front() == ' ') one.remove_prefix(1);
+    while (!one.empty() && one.back() == ' ') one.remove_suffix(1);
+    static constexpr std::string_view kKnownAttributes[] = {"ETag", "Checksum", "ObjectParts",
+                                                            "StorageClass", "ObjectSize"};
+    if (std::find(std::begin(kKnownAttributes), std::end(kKnownAttributes), one) ==
+        std::end(kKnownAttributes)) {
+      return SendError(MakeError(Reason::kInvalidArgument,
+                                 "Invalid attribute name specified: " + std::string(one)));
+    }
+    wanted.emplace(one);
+  }
+  CopySource self{request_.bucket, request_.key, request_.Query("versionId")};
+  auto opened = OpenSource(self);
+  if (!opened.ok()) return SendStatus(opened.status());
+  const FileInfo& info = opened->reader->info();
+  XmlWriter xml;
+  xml.Open("GetObjectAttributesResponse", true);
+  if (wanted.count("ETag")) xml.Element("ETag", info.etag);
+  if (wanted.count("ObjectParts")) {
+    if (auto it = info.attributes.find(std::string(kAttrParts)); it != info.attributes.end()) {
+      std::vector<uint64_t> sizes = DecodePartSizes(it->second).value_or(std::vector<uint64_t>{});
+      auto number = [&](std::string_view header, int64_t fallback) -> Result<int64_t> {
+        auto value = request_.Header(header);
+        return value ? ParseIntParam(header, *value, 0, kMaxParts) : fallback;
+      };
+      auto max_parts = number("x-amz-max-parts", 1000);
+      auto marker = number("x-amz-part-number-marker", 0);
+      if (!max_parts.ok()) return SendStatus(max_parts.status());
+      if (!marker.ok()) return SendStatus(marker.status());
+      const int64_t total = static_cast<int64_t>(sizes.size());
+      const int64_t last = std::min<int64_t>(total, *marker + *max_parts);
+      xml.Open("ObjectParts");
+      xml.Element("PartsCount", std::to_string(total));  // TotalPartsCount in the SDKs
+      xml.Element("PartNumberMarker", std::to_string(*marker));
+      xml.Element("NextPartNumberMarker", std::to_string(last));
+      xml.Element("MaxParts", std::to_string(*max_parts));
+      xml.Element("IsTruncated", last < total ? "true" : "false");
+      for (int64_t n = *marker + 1; n <= last; ++n) {
+        xml.Open("Part");
+        xml.Element("PartNumber", std::to_string(n));
+        xml.Element("Size", std::to_string(sizes[n - 1]));
+        xml.Close("Part");
+      }
+      xml.Close("ObjectParts");
+    }
+  }
+  if (wanted.count("StorageClass")) xml.Element("StorageClass", "STANDARD");
+  if (wanted.count("ObjectSize")) xml.Element("ObjectSize", std::to_string(info.size));
+  xml.Close("GetObjectAttributesResponse");
+  std::vector<net::HttpHeader> headers = {{"Last-Modified", HttpDate(info.mtime_ns)}};
+  if (opened->version_id) headers.push_back({"x-amz-version-id", *opened->version_id});
+  SendXml(200, xml.Finish(), info.stale, std::move(headers));
 }
 
 void S3Frontend::Call::DeleteObject() {

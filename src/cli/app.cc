@@ -420,6 +420,9 @@ int RunWeft(int argc, char** argv, const VolumeOpener& opener, int in_fd, FILE* 
         ->capture_default_str();
     serve_cmd->add_flag("!--no-sigv2", serve.sigv2,
                         "Refuse S3 Signature Version 2 (accepted by default, for old clients)");
+    serve_cmd->add_option("--access-log", serve.access_log,
+                          "Append a line per S3 request (time, principal, operation, path,\n"
+                          "status, bytes, latency) to this file; - for standard error");
     int64_t serve_lease_ms = serve.lease.count();
     serve_cmd
         ->add_option("--lease-ms", serve_lease_ms,
@@ -496,6 +499,9 @@ int RunWeft(int argc, char** argv, const VolumeOpener& opener, int in_fd, FILE* 
         ->capture_default_str();
     spoke_cmd->add_flag("!--no-sigv2", spoke.sigv2,
                         "Refuse S3 Signature Version 2 (accepted by default, for old clients)");
+    spoke_cmd->add_option("--access-log", spoke.access_log,
+                          "Append a line per S3 request (time, principal, operation, path,\n"
+                          "status, bytes, latency) to this file; - for standard error");
     spoke_cmd
         ->add_option("--cache-policy", spoke.cache_policy,
                      "NeuralCache's eviction policy: neural (epoch-aware, falling back to\n"

@@ -18,6 +18,7 @@
 #include "frontends/rest/rest_frontend.h"
 #include "frontends/s3/s3_frontend.h"
 #include "io/file_system.h"
+#include "net/access_log.h"
 #include "net/http_server.h"
 #include "net/wan_emulator.h"
 #include "server/identity.h"
@@ -333,9 +334,14 @@ Status RunHub(const HubOptions& options, FILE* out) {
     return OkStatus();
   };
 
+  std::unique_ptr<net::AccessLog> access_log;
+  if (!options.access_log.empty()) {
+    WEFT_ASSIGN_OR_RETURN(access_log, net::AccessLog::Open(options.access_log));
+  }
   s3::S3Options s3_options;
   s3_options.region = options.region;
   s3_options.sigv2 = options.sigv2;
+  s3_options.access_log = access_log.get();
   s3::S3Frontend s3(*volume, *identities, s3_options);
   rest::RestFrontend rest(*volume, *identities);
   fabric::HubService hub_service(volume.get(), &leases, identities.get(), fabric_options);
@@ -388,9 +394,14 @@ Status RunSpoke(const SpokeOptions& options, FILE* out) {
       [&leases](const fabric::Affected& affected) { auto revocation = leases.Revoke(affected); });
   std::unique_ptr<Volume> volume = fabric::NewCoherentVolume(portal.get(), &leases);
 
+  std::unique_ptr<net::AccessLog> access_log;
+  if (!options.access_log.empty()) {
+    WEFT_ASSIGN_OR_RETURN(access_log, net::AccessLog::Open(options.access_log));
+  }
   s3::S3Options s3_options;
   s3_options.region = options.region;
   s3_options.sigv2 = options.sigv2;
+  s3_options.access_log = access_log.get();
   s3::S3Frontend s3(*volume, *identities, s3_options);
   rest::RestFrontend rest(*volume, *identities);
   fabric::HubService hub_service(volume.get(), &leases, identities.get(), {}, portal.get());

@@ -22,6 +22,8 @@ struct HubOptions {
   std::string region = "us-east-1";
   // Accept S3 Signature Version 2 (header and presigned) besides SigV4.
   bool sigv2 = true;
+  // Where S3 writes a line per request ("-": standard error; empty: nowhere).
+  std::string access_log;
   std::chrono::milliseconds shutdown_grace{30'000};
   // How long a spoke may answer from its metadata cache without hearing from the hub.
   std::chrono::milliseconds lease{5'000};
@@ -47,6 +49,8 @@ struct SpokeOptions {
   std::string region = "us-east-1";
   // Accept S3 Signature Version 2 (header and presigned) besides SigV4.
   bool sigv2 = true;
+  // Where S3 writes a line per request ("-": standard error; empty: nowhere).
+  std::string access_log;
   size_t connections = 8;
   std::chrono::milliseconds hub_timeout{10'000};
   bool stale_ok = false;                   // serve expired metadata when the hub is unreachable

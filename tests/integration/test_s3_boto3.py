@@ -6,6 +6,7 @@ import base64
 import hashlib
 import io
 import os
+import shlex
 import socket
 import subprocess
 import time
@@ -403,6 +404,41 @@ class Versioning(S3TestCase):
         self.assertIn(error_code(ctx), ("NoSuchVersion", "NoSuchKey"))
         s3.put_bucket_versioning(Bucket="ver", VersioningConfiguration={"Status": "Suspended"})
         self.assertEqual(s3.get_bucket_versioning(Bucket="ver")["Status"], "Suspended")
+
+
+class AccessLogTest(S3TestCase):
+    """`weft serve --access-log FILE`: a line per request, failures included, that says who did
+    what to which path, with what result, how many bytes and how fast."""
+
+    @property
+    def hub_args(self):
+        return ("--access-log", os.path.join(self.tmp, "access.log"))
+
+    def test_every_request_is_one_line(self):
+        s3 = self.boto3()
+        s3.create_bucket(Bucket="logged")
+        s3.put_object(Bucket="logged", Key="dir/k", Body=b"12345")
+        self.assertEqual(s3.get_object(Bucket="logged", Key="dir/k")["Body"].read(), b"12345")
+        with self.assertRaises(ClientError):
+            s3.get_object(Bucket="logged", Key="missing")
+        bob = self.user_client("bob")
+        with self.assertRaises(ClientError):
+            bob.get_object(Bucket="logged", Key="dir/k")
+        with open(os.path.join(self.tmp, "access.log")) as f:
+            lines = [dict(kv.split("=", 1) for kv in shlex.split(line)) for line in f]
+        s3_lines = [l for l in lines if l["path"].startswith("/logged")]
+        self.assertEqual([(l["op"], l["path"], l["status"], l["principal"]) for l in s3_lines], [
+            ("PUT bucket", "/logged", "200", "root"),
+            ("PUT object", "/logged/dir/k", "200", "root"),
+            ("GET object", "/logged/dir/k", "200", "root"),
+            ("GET object", "/logged/missing", "404", "root"),
+            ("GET object", "/logged/dir/k", "403", "bob"),
+        ])
+        self.assertEqual(s3_lines[2]["bytes"], "5")
+        self.assertTrue(all(float(l["ms"]) >= 0 and l["id"] and l["time"] for l in s3_lines))
+        # Request ids are the ones clients were given.
+        ids = {l["id"] for l in s3_lines}
+        self.assertEqual(len(ids), len(s3_lines))
 
 
 class SignatureV2Off(S3TestCase):

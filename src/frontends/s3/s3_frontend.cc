@@ -458,11 +458,54 @@ bool S3Frontend::BucketExists(const std::string& bucket) {
                    : info.status().code() != StatusCode::kNotFound;
 }
 
+namespace {
+
+// "GET object?tagging": the method, what it names, and the subresource, for the access log.
+std::string OperationName(const net::HttpRequest& http) {
+  const size_t slash = http.path.find('/', 1);
+  std::string op = http.method;
+  op += http.path.size() <= 1                                         ? " service"
+        : slash == std::string::npos || slash + 1 == http.path.size() ? " bucket"
+                                                                      : " object";
+  auto params = sigv4::ParseQueryString(http.query);
+  if (!params.ok()) return op;
+  for (const sigv4::QueryParam& p : *params) {
+    if (p.name.starts_with("X-Amz-") || p.name.starts_with("response-")) continue;
+    if (p.value.empty() || p.name == "uploadId" || p.name == "partNumber" ||
+        p.name == "versionId" || p.name == "list-type") {
+      op += "?" + p.name.substr(0, 40);
+      break;
+    }
+  }
+  return op;
+}
+
+}  // namespace
+
 void S3Frontend::Handle(const net::HttpRequest& http, net::BodyReader& body,
                         net::ResponseWriter& response) {
   char id[24];
   snprintf(id, sizeof id, "%016llX", static_cast<unsigned long long>(next_request_.fetch_add(1)));
-  std::string request_id = id;
+  if (options_.access_log == nullptr) {
+    std::string principal;
+    return Serve(http, body, response, id, &principal);
+  }
+  net::AccessRecord record;
+  record.time_ns = options_.clock->NowNanos();
+  record.request_id = id;
+  net::RecordingWriter recording(response);
+  Serve(http, body, recording, record.request_id, &record.principal);
+  record.latency_ns = options_.clock->NowNanos() - record.time_ns;
+  record.operation = OperationName(http);
+  record.path = http.path;
+  record.status = recording.status();
+  record.bytes = recording.bytes();
+  options_.access_log->Write(record);
+}
+
+void S3Frontend::Serve(const net::HttpRequest& http, net::BodyReader& body,
+                       net::ResponseWriter& response, const std::string& request_id,
+                       std::string* principal_out) {
   auto fail = [&](const Status& status, std::string_view resource) {
     SendS3Error(response, http.method == "HEAD", ErrorFromStatus(status), resource, request_id);
   };
@@ -480,6 +523,7 @@ void S3Frontend::Handle(const net::HttpRequest& http, net::BodyReader& body,
   auto route = RouteRequest(request, &copy_source);
   if (!route.ok()) return fail(route.status(), request.path);
   const std::string& principal = identity->principal;
+  *principal_out = principal;
   if (route->authenticated && principal == auth::kAnonymous) {
     return fail(PermissionDenied(Reason::kAccessDenied, "anonymous users cannot list buckets"),
                 "/");

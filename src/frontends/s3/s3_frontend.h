@@ -11,6 +11,7 @@
 
 #include "auth/identity_store.h"
 #include "base/clock.h"
+#include "net/access_log.h"
 #include "net/http_server.h"
 #include "vfs/volume.h"
 
@@ -21,6 +22,8 @@ struct S3Options {
   std::string region = "us-east-1";
   // Accept Signature Version 2 (header and presigned); off: refused with a clear message.
   bool sigv2 = true;
+  // Where a line per request goes (nullptr: nowhere). Not owned.
+  net::AccessLog* access_log = nullptr;
   Clock* clock = SystemClock::Default();
 };
 
@@ -38,6 +41,9 @@ class S3Frontend : public net::HttpHandler {
   class Call;
 
  private:
+  // The request behind Handle, which logs it; `principal` is set once known.
+  void Serve(const net::HttpRequest& request, net::BodyReader& body, net::ResponseWriter& response,
+             const std::string& request_id, std::string* principal);
   // Whether /bucket exists (an error other than NotFound counts as yes: only a sure answer
   // turns AccessDenied into NoSuchBucket).
   bool BucketExists(const std::string& bucket);

@@ -53,6 +53,8 @@ std::string_view ReasonName(Reason reason) {
       return "";
     case Reason::kAccessDenied:
       return "AccessDenied";
+    case Reason::kAccessForbidden:
+      return "AccessForbidden";
     case Reason::kBadRequest:
       return "BadRequest";
     case Reason::kAuthorizationHeaderMalformed:
@@ -111,6 +113,8 @@ std::string_view ReasonName(Reason reason) {
       return "MissingContentLength";
     case Reason::kNoSuchBucket:
       return "NoSuchBucket";
+    case Reason::kNoSuchCORSConfiguration:
+      return "NoSuchCORSConfiguration";
     case Reason::kNoSuchKey:
       return "NoSuchKey";
     case Reason::kNoSuchTagSet:

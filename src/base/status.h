@@ -44,6 +44,7 @@ std::string_view StatusCodeName(StatusCode code);
 enum class Reason : uint8_t {
   kNone = 0,
   kAccessDenied,
+  kAccessForbidden,
   kBadRequest,
   kAuthorizationHeaderMalformed,
   kAuthorizationQueryParametersError,
@@ -73,6 +74,7 @@ enum class Reason : uint8_t {
   kMethodNotAllowed,
   kMissingContentLength,
   kNoSuchBucket,
+  kNoSuchCORSConfiguration,
   kNoSuchKey,
   kNoSuchTagSet,
   kNoSuchUpload,

@@ -2605,15 +2605,11 @@ class Cors(Conformance):
             h["Access-Control-Request-Headers"] = req_headers
         return self.anon("OPTIONS", b, "k", headers=h)
 
-    # Weft: GET ?cors answers 501 NotImplemented
-    @gap("cors")
     def test_get_cors_without_configuration(self):
         b = self.bucket()
         self.assert_client_error(self.s3.get_bucket_cors, "NoSuchCORSConfiguration", 404,
                                  Bucket=b)
 
-    # Weft: PUT ?cors answers 501 NotImplemented
-    @gap("cors")
     def test_put_and_get_cors(self):
         b = self.cors_bucket()
         rule = self.s3.get_bucket_cors(Bucket=b)["CORSRules"][0]
@@ -2621,8 +2617,6 @@ class Cors(Conformance):
         self.assertEqual(sorted(rule["AllowedMethods"]), ["GET", "PUT"])
         self.assertEqual(rule["MaxAgeSeconds"], 600)
 
-    # Weft: PUT ?cors answers 501 NotImplemented
-    @gap("cors")
     def test_delete_cors(self):
         b = self.cors_bucket()
         resp = self.s3.delete_bucket_cors(Bucket=b)
@@ -2630,16 +2624,12 @@ class Cors(Conformance):
         self.assert_client_error(self.s3.get_bucket_cors, "NoSuchCORSConfiguration", 404,
                                  Bucket=b)
 
-    # Weft: PUT ?cors answers 501 NotImplemented
-    @gap("cors")
     def test_preflight_matching_rule_allows_origin(self):
         b = self.cors_bucket()
         resp = self.preflight(b, req_headers="x-custom")
         self.assertEqual(resp.status, 200, resp)
         self.assertEqual(resp.header("access-control-allow-origin"), "https://app.example.com")
 
-    # Weft: PUT ?cors answers 501 NotImplemented
-    @gap("cors")
     def test_preflight_lists_allowed_methods(self):
         b = self.cors_bucket()
         resp = self.preflight(b)
@@ -2647,45 +2637,33 @@ class Cors(Conformance):
                    .split(",")]
         self.assertIn("GET", methods)
 
-    # Weft: PUT ?cors answers 501 NotImplemented
-    @gap("cors")
     def test_preflight_reports_max_age(self):
         b = self.cors_bucket()
         self.assertEqual(self.preflight(b).header("access-control-max-age"), "600")
 
-    # Weft: PUT ?cors answers 501 NotImplemented
-    @gap("cors")
     def test_preflight_other_origin_is_403(self):
         b = self.bucket()
         self.put(b, "k")
         self.s3.put_bucket_cors(Bucket=b, CORSConfiguration=CORS_RULES)
         self.assertEqual(self.preflight(b, origin="https://evil.example.org").status, 403)
 
-    # Weft: PUT ?cors answers 501 NotImplemented
-    @gap("cors")
     def test_preflight_disallowed_method_is_403(self):
         b = self.bucket()
         self.put(b, "k")
         self.s3.put_bucket_cors(Bucket=b, CORSConfiguration=CORS_RULES)
         self.assertEqual(self.preflight(b, method="DELETE").status, 403)
 
-    # Weft: PUT ?cors answers 501 NotImplemented
-    @gap("cors")
     def test_preflight_disallowed_header_is_403(self):
         b = self.bucket()
         self.put(b, "k")
         self.s3.put_bucket_cors(Bucket=b, CORSConfiguration=CORS_RULES)
         self.assertEqual(self.preflight(b, req_headers="x-not-allowed").status, 403)
 
-    # Weft: OPTIONS answers 405 MethodNotAllowed
-    @gap("cors")
     def test_preflight_without_configuration_is_403(self):
         b = self.bucket()
         self.put(b, "k")
         self.assertEqual(self.preflight(b).status, 403)
 
-    # Weft: PUT ?cors answers 501 NotImplemented
-    @gap("cors")
     def test_wildcard_origin(self):
         b = self.cors_bucket({"CORSRules": [{"AllowedOrigins": ["*"],
                                              "AllowedMethods": ["GET"]}]})
@@ -2693,8 +2671,6 @@ class Cors(Conformance):
         self.assertEqual(resp.status, 200, resp)
         self.assertEqual(resp.header("access-control-allow-origin"), "*")
 
-    # Weft: PUT ?cors answers 501 NotImplemented
-    @gap("cors")
     def test_actual_request_gets_cors_headers(self):
         b = self.cors_bucket()
         resp = self.raw("GET", b, "k", headers={"Origin": "https://app.example.com"})

@@ -26,6 +26,8 @@ inline constexpr int64_t kMaxParts = 10000;
 using Tags = std::vector<std::pair<std::string, std::string>>;
 inline constexpr std::string_view kAttrTagging = "s3.tagging";
 inline constexpr std::string_view kAttrBucketTagging = "s3.bucket-tagging";
+// A bucket's CORS rules, as cors.h's canonical XML.
+inline constexpr std::string_view kAttrCors = "s3.cors";
 // When each versioning state began (versions.h).
 inline constexpr std::string_view kAttrVersioningLog = "s3.versioning-log";
 // The principal that created the bucket.
@@ -64,6 +66,10 @@ class S3Frontend::Call {
   void ListObjects(bool v2);
   void ListObjectVersions();
   void DeleteObjects();
+  // CORS rules (cors.cc).
+  void GetBucketCors();
+  void PutBucketCors();
+  void DeleteBucketCors();
   // Tags (tagging.cc).
   void GetObjectTagging();
   void PutObjectTagging();

@@ -16,6 +16,7 @@ struct KnownCode {
 // The S3 errors Weft answers, with the status AWS documents for each.
 constexpr std::array kKnownCodes = {
     KnownCode{Reason::kAccessDenied, 403},
+    KnownCode{Reason::kAccessForbidden, 403},
     KnownCode{Reason::kBadRequest, 400},
     KnownCode{Reason::kAuthorizationHeaderMalformed, 400},
     KnownCode{Reason::kAuthorizationQueryParametersError, 400},
@@ -45,6 +46,7 @@ constexpr std::array kKnownCodes = {
     KnownCode{Reason::kMethodNotAllowed, 405},
     KnownCode{Reason::kMissingContentLength, 411},
     KnownCode{Reason::kNoSuchBucket, 404},
+    KnownCode{Reason::kNoSuchCORSConfiguration, 404},
     KnownCode{Reason::kNoSuchKey, 404},
     KnownCode{Reason::kNoSuchTagSet, 404},
     KnownCode{Reason::kNoSuchUpload, 404},

@@ -9,6 +9,7 @@
 #include "base/bytes.h"
 #include "base/clock.h"
 #include "frontends/s3/call.h"
+#include "frontends/s3/cors.h"
 #include "frontends/s3/listing.h"
 #include "frontends/s3/xml.h"
 
@@ -249,6 +250,7 @@ namespace {
 bool IsKnownParameter(std::string_view name) {
   static constexpr std::string_view kKnown[] = {"attributes",
                                                 "bucket-region",
+                                                "cors",
                                                 "continuation-token",
                                                 "delete",
                                                 "delimiter",
@@ -289,7 +291,6 @@ Result<Route> RouteRequest(const S3Request& r, std::optional<CopySource>* copy_s
   std::string object_path = r.VolumePath();
   for (std::string_view unsupported : {"acl",
                                        "policy",
-                                       "cors",
                                        "lifecycle",
                                        "website",
                                        "replication",
@@ -335,6 +336,20 @@ Result<Route> RouteRequest(const S3Request& r, std::optional<CopySource>* copy_s
   route.bucket_must_exist = true;
   if (r.key.empty()) {
     route.resource = bucket_path;
+    if (r.HasQuery("cors")) {
+      if (m == "GET") {
+        route.run = [](C& c) { c.GetBucketCors(); };
+        route.needed = auth::kList;
+      } else if (m == "PUT" || m == "DELETE") {
+        route.run =
+            m == "PUT" ? [](C& c) { c.PutBucketCors(); } : [](C& c) { c.DeleteBucketCors(); };
+        route.needed = auth::kAdmin;
+      } else {
+        return Status(StatusCode::kUnimplemented, Reason::kMethodNotAllowed,
+                      m + " on a bucket's CORS rules");
+      }
+      return route;
+    }
     if (r.HasQuery("tagging")) {
       if (m == "GET") {
         route.run = [](C& c) { c.GetBucketTagging(); };
@@ -449,6 +464,52 @@ Result<Route> RouteRequest(const S3Request& r, std::optional<CopySource>* copy_s
 
 }  // namespace
 
+std::optional<CorsRules> S3Frontend::BucketCors(const std::string& bucket) {
+  RequestContext ctx;
+  ctx.principal = std::string(auth::kAnonymous);
+  ctx.protocol = "s3";
+  auto info = volume_.Stat(ctx, "/" + bucket);
+  if (!info.ok()) return std::nullopt;
+  auto it = info->attributes.find(std::string(kAttrCors));
+  if (it == info->attributes.end()) return std::nullopt;
+  auto rules = CorsFromXml(it->second);
+  if (!rules.ok()) return std::nullopt;
+  return std::move(rules).value();
+}
+
+void S3Frontend::Preflight(const S3Request& request, net::ResponseWriter& response,
+                           const std::string& request_id) {
+  auto deny = [&](Reason reason, std::string message) {
+    SendS3Error(response, false, MakeError(reason, std::move(message)), request.path, request_id);
+  };
+  auto origin = request.Header("origin");
+  auto method = request.Header("access-control-request-method");
+  if (!origin || !method || request.bucket.empty()) {
+    return deny(Reason::kBadRequest, "Insufficient information. Origin request header needed.");
+  }
+  std::vector<std::string> asked;
+  std::string asked_list =
+      std::string(request.Header("access-control-request-headers").value_or(""));
+  for (std::string_view rest = asked_list; !rest.empty();) {
+    size_t comma = rest.find(',');
+    std::string_view one = rest.substr(0, comma);
+    rest = comma == std::string_view::npos ? "" : rest.substr(comma + 1);
+    while (!one.empty() && one.front() == ' ') one.remove_prefix(1);
+    while (!one.empty() && one.back() == ' ') one.remove_suffix(1);
+    if (!one.empty()) asked.push_back(AsciiLower(one));
+  }
+  std::optional<CorsRules> rules = BucketCors(request.bucket);
+  const CorsRule* rule = rules ? MatchCors(*rules, *origin, *method, asked) : nullptr;
+  if (rule == nullptr) {
+    return deny(Reason::kAccessForbidden, "CORSResponse: This CORS request is not allowed.");
+  }
+  std::vector<net::HttpHeader> headers = CorsHeaders(*rule, *origin);
+  if (!asked_list.empty()) headers.push_back({"Access-Control-Allow-Headers", asked_list});
+  headers.push_back({"x-amz-request-id", request_id});
+  (void)response.Start(200, headers, 0);
+  (void)response.Finish();
+}
+
 bool S3Frontend::BucketExists(const std::string& bucket) {
   RequestContext ctx;
   ctx.principal = std::string(auth::kAnonymous);
@@ -459,6 +520,26 @@ bool S3Frontend::BucketExists(const std::string& bucket) {
 }
 
 namespace {
+
+// Adds the CORS headers of an allowed cross-origin request to whatever the handler answers.
+class CorsWriter final : public net::ResponseWriter {
+ public:
+  CorsWriter(net::ResponseWriter& inner, std::vector<net::HttpHeader> headers)
+      : inner_(inner), headers_(std::move(headers)) {}
+  Status Start(int status, const std::vector<net::HttpHeader>& headers,
+               std::optional<uint64_t> content_length) override {
+    std::vector<net::HttpHeader> all = headers;
+    all.insert(all.end(), headers_.begin(), headers_.end());
+    return inner_.Start(status, all, content_length);
+  }
+  Status Write(std::span<const std::string_view> pieces) override { return inner_.Write(pieces); }
+  Status Finish() override { return inner_.Finish(); }
+  bool started() const override { return inner_.started(); }
+
+ private:
+  net::ResponseWriter& inner_;
+  std::vector<net::HttpHeader> headers_;
+};
 
 // "GET object?tagging": the method, what it names, and the subresource, for the access log.
 std::string OperationName(const net::HttpRequest& http) {
@@ -514,6 +595,8 @@ void S3Frontend::Serve(const net::HttpRequest& http, net::BodyReader& body,
   auto parsed = ParseS3Request(http);
   if (!parsed.ok()) return fail(parsed.status(), http.path);
   S3Request request = std::move(parsed).value();
+  // A browser's CORS preflight carries no credentials: the bucket's rules answer it.
+  if (request.method == "OPTIONS") return Preflight(request, response, request_id);
   // 2. Authenticate: one decision for every handler.
   int64_t now_seconds = options_.clock->NowNanos() / 1'000'000'000;
   auto identity = Authenticate(request, identities_, options_.region, now_seconds, options_.sigv2);
@@ -542,8 +625,17 @@ void S3Frontend::Serve(const net::HttpRequest& http, net::BodyReader& body,
     Status allowed = identities_.Authorize(principal, auth::kRead, copy_source->VolumePath());
     if (!allowed.ok()) return fail(allowed, request.path);
   }
-  // 4. The handler.
-  Call call(*this, std::move(request), std::move(identity).value(), body, response, request_id);
+  // 4. The handler; a cross-origin request allowed by the bucket's rules gets their headers.
+  std::optional<CorsWriter> cors;
+  if (auto origin = request.Header("origin"); origin && !request.bucket.empty()) {
+    if (auto rules = BucketCors(request.bucket)) {
+      if (const CorsRule* rule = MatchCors(*rules, *origin, request.method, {})) {
+        cors.emplace(response, CorsHeaders(*rule, *origin));
+      }
+    }
+  }
+  Call call(*this, std::move(request), std::move(identity).value(), body,
+            cors ? static_cast<net::ResponseWriter&>(*cors) : response, request_id);
   if (route->run != nullptr) {
     route->run(call);
   } else if (call.request().HasQuery("partNumber")) {

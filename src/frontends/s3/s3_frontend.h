@@ -11,6 +11,8 @@
 
 #include "auth/identity_store.h"
 #include "base/clock.h"
+#include "frontends/s3/cors.h"
+#include "frontends/s3/request.h"
 #include "net/access_log.h"
 #include "net/http_server.h"
 #include "vfs/volume.h"
@@ -44,6 +46,12 @@ class S3Frontend : public net::HttpHandler {
   // The request behind Handle, which logs it; `principal` is set once known.
   void Serve(const net::HttpRequest& request, net::BodyReader& body, net::ResponseWriter& response,
              const std::string& request_id, std::string* principal);
+  // The bucket's CORS rules, if it has any (read without credentials: a preflight has none).
+  std::optional<CorsRules> BucketCors(const std::string& bucket);
+  // Answers a CORS preflight (OPTIONS) from the bucket's rules: 200 with the Access-Control-*
+  // headers, 403 when no rule allows it, 400 without Origin.
+  void Preflight(const S3Request& request, net::ResponseWriter& response,
+                 const std::string& request_id);
   // Whether /bucket exists (an error other than NotFound counts as yes: only a sure answer
   // turns AccessDenied into NoSuchBucket).
   bool BucketExists(const std::string& bucket);

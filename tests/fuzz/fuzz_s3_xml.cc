@@ -59,7 +59,7 @@ void FuzzOne(const uint8_t* data, size_t size) {
                                 "CreateBucketConfiguration"}) {
     auto doc = XmlDocument::Parse(input, root);
     if (!doc.ok()) {
-      FUZZ_CHECK(doc.status().message().starts_with("MalformedXML"),
+      FUZZ_CHECK(doc.status().reason() == Reason::kMalformedXML,
                  "a bad body is not MalformedXML: %s", doc.status().ToString().c_str());
       continue;
     }

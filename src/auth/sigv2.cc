@@ -17,10 +17,12 @@ namespace {
 
 constexpr std::string_view kScheme = "AWS ";
 constexpr int64_t kMaxSkewSeconds = 15 * 60;
+// As for SigV4 URLs: a presigned URL is good for at most a week.
+constexpr int64_t kMaxPresignSeconds = 7 * 24 * 3600;
 
 // The query parameters that name a subresource or override a response header: S3 signs them
 // as part of the resource (the list botocore's HmacV1Auth signs).
-constexpr std::array<std::string_view, 36> kSignedSubresources = {
+constexpr std::array<std::string_view, 37> kSignedSubresources = {
     "accelerate",
     "acl",
     "analytics",
@@ -57,6 +59,7 @@ constexpr std::array<std::string_view, 36> kSignedSubresources = {
     "versionId",
     "versioning",
     "versions",
+    "website",
 };
 
 std::optional<std::string> HeaderValue(const sigv4::Request& request, std::string_view name) {
@@ -166,6 +169,10 @@ Status Verify(const Claim& claim, const sigv4::Request& request, std::string_vie
     if (now_seconds > claim.expires) {
       return OutOfRange(Reason::kAccessDenied,
                         "Request has expired (Expires " + std::to_string(claim.expires) + ")");
+    }
+    if (claim.expires - now_seconds > kMaxPresignSeconds) {
+      return InvalidArgument(Reason::kAuthorizationQueryParametersError,
+                             "a presigned URL may be valid for at most 7 days");
     }
   } else {
     if (!request_time) {

@@ -1031,9 +1031,14 @@ Status HubService::Forward(Call& call) {
     // A directory's attributes are its settings (S3 bucket settings, residency): admin only. A
     // file's describe its current version (S3 tags): write.
     uint8_t needed = auth::kWrite;
+    std::optional<std::string> checked_file;  // the version write was checked against
     if (a.contains("attributes")) {
       auto target = volume_->Stat(ctx, path);
-      if (!target.ok() || target->type != FileType::kFile) needed = auth::kAdmin;
+      if (target.ok() && target->type == FileType::kFile) {
+        checked_file = target->version_id;
+      } else {
+        needed = auth::kAdmin;
+      }
     }
     WEFT_RETURN_IF_ERROR(authorize(needed, path));
     SetAttrRequest req;
@@ -1044,6 +1049,12 @@ Status HubService::Forward(Call& call) {
     if (a.contains("atime_ns")) req.atime_ns = a.at("atime_ns").get<int64_t>();
     if (a.contains("attributes")) req.attributes = a.at("attributes").get<Attributes>();
     if (a.contains("if_version")) req.if_version = a.at("if_version").get<std::string>();
+    // Only that file version: a directory made there meanwhile needs admin.
+    if (checked_file && (!req.if_version || *req.if_version == *checked_file)) {
+      req.if_version = checked_file;
+    } else if (checked_file) {
+      return FailedPrecondition(path + ": the current version is not " + *req.if_version);
+    }
     WEFT_ASSIGN_OR_RETURN(FileInfo info, volume_->SetAttr(ctx, path, req));
     call.reply = {{"info", InfoToJson(info)}};
   } else if (op == "snapshot_create") {

@@ -42,7 +42,9 @@ class AccessLog {
   bool owned_;
 };
 
-// Passes everything to `inner` and remembers the status and the body bytes written.
+// Passes everything to `inner` and remembers the status and the body bytes written (the
+// access log, the server's metrics). A handler that never starts a response gets the
+// server's 500.
 class RecordingWriter final : public ResponseWriter {
  public:
   explicit RecordingWriter(ResponseWriter& inner) : inner_(inner) {}
@@ -51,6 +53,7 @@ class RecordingWriter final : public ResponseWriter {
     status_ = status;
     return inner_.Start(status, headers, content_length);
   }
+  using ResponseWriter::Write;
   Status Write(std::span<const std::string_view> pieces) override {
     for (std::string_view p : pieces) bytes_ += p.size();
     return inner_.Write(pieces);
@@ -62,7 +65,7 @@ class RecordingWriter final : public ResponseWriter {
 
  private:
   ResponseWriter& inner_;
-  int status_ = 0;
+  int status_ = 500;
   uint64_t bytes_ = 0;
 };
 

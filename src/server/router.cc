@@ -4,6 +4,8 @@
 #include <chrono>
 #include <string_view>
 
+#include "net/access_log.h"
+
 namespace weft::server {
 namespace {
 
@@ -16,31 +18,6 @@ size_t MethodIndex(std::string_view method) {
   }
   return kMethodNames.size() - 1;
 }
-
-// Remembers the status and counts body bytes sent.
-class CountingResponse : public net::ResponseWriter {
- public:
-  explicit CountingResponse(net::ResponseWriter& inner) : inner_(inner) {}
-  Status Start(int status, const std::vector<net::HttpHeader>& headers,
-               std::optional<uint64_t> content_length) override {
-    status_ = status;
-    return inner_.Start(status, headers, content_length);
-  }
-  using net::ResponseWriter::Write;
-  Status Write(std::span<const std::string_view> pieces) override {
-    for (std::string_view piece : pieces) bytes_ += piece.size();
-    return inner_.Write(pieces);
-  }
-  Status Finish() override { return inner_.Finish(); }
-  bool started() const override { return inner_.started(); }
-  int status() const { return status_; }
-  uint64_t bytes() const { return bytes_; }
-
- private:
-  net::ResponseWriter& inner_;
-  int status_ = 500;
-  uint64_t bytes_ = 0;
-};
 
 }  // namespace
 
@@ -58,7 +35,7 @@ void Router::Handle(const net::HttpRequest& request, net::BodyReader& body,
                     net::ResponseWriter& response) {
   auto start = std::chrono::steady_clock::now();
   in_flight_++;
-  CountingResponse counted(response);
+  net::RecordingWriter counted(response);
   std::string_view path = request.path;
   if (path == "/_weft/healthz") {
     (void)counted.Send(200, {{"Content-Type", "text/plain"}}, "ok\n");

@@ -832,7 +832,9 @@ Result<std::unique_ptr<FileReader>> LocalVolume::NewReader(FileInfo info, uint64
   }
   WEFT_ASSIGN_OR_RETURN(Manifest m, schema::DecodeManifest(*v));
   info.chunks = m.chunks.size();
-  info.attributes = m.attributes;
+  // `info` carries the inode state's attributes: a version described anew (SetAttr) says so
+  // from then on, while snapshots and history keep what they had; the manifest keeps the ones
+  // it was written with.
   return std::unique_ptr<FileReader>(
       new LocalFileReader(this, chunks_.get(), std::move(info), std::move(m), std::move(pin)));
 }
@@ -860,6 +862,15 @@ Result<std::unique_ptr<FileReader>> LocalVolume::OpenVersion(const RequestContex
   info.etag = it->etag;
   info.mtime_ns = it->mtime_ns;
   info.version_id = version_id;
+  // The version's description as last set (its newest inode state with this content).
+  auto snap = kv_->NewSnapshot();
+  WEFT_ASSIGN_OR_RETURN(auto states, LoadInodeStates(snap.get(), ino));
+  const schema::History<Inode>* newest = nullptr;
+  for (const schema::History<Inode>& st : states) {
+    if (st.value.type != FileType::kFile || st.value.content_seq != content_seq) continue;
+    if (newest == nullptr || st.seq_end > newest->seq_end) newest = &st;
+  }
+  if (newest != nullptr) info.attributes = newest->value.attributes;
   WEFT_ASSIGN_OR_RETURN(std::unique_ptr<FileReader> reader, NewReader(info, ino, content_seq));
   return reader;
 }
@@ -1314,17 +1325,9 @@ Result<FileInfo> LocalVolume::SetAttr(const RequestContext& ctx, const std::stri
       if (inode.type != FileType::kDirectory && inode.type != FileType::kFile) {
         return InvalidArgument(path + ": only directories and file versions have attributes");
       }
-      // A file's current version keeps its id: the same content, described anew. Readers take
-      // a version's attributes from its manifest, so it says the same.
+      // A file's current version keeps its id: the same content, described anew in a new
+      // inode state (snapshots and history keep the old description).
       inode.attributes = *req.attributes;
-      if (inode.type == FileType::kFile) {
-        const std::string key = schema::ManifestKey(ino, inode.content_seq);
-        WEFT_ASSIGN_OR_RETURN(auto stored, t->reader.Get(key));
-        if (!stored) return Corruption(path + ": the current version has no manifest");
-        WEFT_ASSIGN_OR_RETURN(Manifest manifest, schema::DecodeManifest(*stored));
-        manifest.attributes = *req.attributes;
-        t->reader.Put(key, schema::EncodeManifest(manifest));
-      }
     }
     if (req.mode) inode.mode = *req.mode & 07777;
     if (req.uid) inode.uid = *req.uid;

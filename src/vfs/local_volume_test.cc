@@ -1419,6 +1419,32 @@ TEST_F(LocalVolumeTest, ReadDirCanIncludeRemovedNamesWithVersions) {
   ASSERT_TRUE(page.ok());
   EXPECT_TRUE(page->entries[0].info.has_value());
   EXPECT_FALSE(page->entries[1].info.has_value());
+  // A removed directory is not listed (its files cannot be named any more), and many short
+  // removed names page like any others.
+  ASSERT_TRUE(vol_->Mkdir(ctx_, "/d/sub", 0755, false).ok());
+  ASSERT_TRUE(vol_->Rmdir(ctx_, "/d/sub").ok());
+  std::vector<std::string> expected = {"a", "b-", "c", "e-"};
+  for (int i = 0; i < 40; ++i) {
+    const std::string name = "f" + std::to_string(100 + i);
+    ASSERT_TRUE(WriteFile(vol_.get(), "/d/" + name, "x").ok());
+    ASSERT_TRUE(vol_->Unlink(ctx_, "/d/" + name).ok());
+    expected.push_back(name + "-");
+  }
+  std::sort(expected.begin(), expected.end());
+  ReadDirOptions all;
+  all.include_removed = true;
+  all.limit = 7;
+  std::vector<std::string> listed;
+  while (true) {
+    auto p = vol_->ReadDir(ctx_, "/d", all);
+    ASSERT_TRUE(p.ok());
+    for (const DirEntry& e : p->entries) {
+      listed.push_back(e.name + (e.removed ? "-" : ""));
+      all.start_after = e.name;
+    }
+    if (!p->truncated) break;
+  }
+  EXPECT_EQ(listed, expected);
 }
 
 TEST_F(LocalVolumeTest, DeleteCurrentVersionRestoresAFileReplacedByRename) {

@@ -132,7 +132,7 @@ struct ReadDirOptions {
   std::string start_after;  // return names strictly greater than this
   uint32_t limit = 1000;    // at most this many entries (1..100000)
   bool with_info = false;
-  // Also names that were removed but whose versions are retained (ListVersions still lists
+  // Also files that were removed but whose versions are retained (ListVersions still lists
   // them), marked `removed`, in name order among the others. Live listings only; volumes
   // that cannot tell (a spoke) answer Unimplemented.
   bool include_removed = false;

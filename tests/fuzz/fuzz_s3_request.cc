@@ -77,7 +77,7 @@ class StringBody : public net::BodyReader {
     const uint64_t left = std::min<uint64_t>(limit_, data_.size()) - pos_;
     const size_t n = static_cast<size_t>(std::min<uint64_t>(out.size(), left));
     if (n == 0 && !out.empty() && pos_ < limit_ && limit_ != UINT64_MAX) {
-      return InvalidArgument("IncompleteBody: the peer stopped sending");
+      return InvalidArgument(Reason::kIncompleteBody, "the peer stopped sending");
     }
     std::memcpy(out.data(), data_.data() + pos_, n);
     pos_ += n;

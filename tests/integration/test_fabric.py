@@ -420,6 +420,13 @@ class S3SettingsAtSpokeTest(FabricTestCase):
         self.s3_b.delete_object(Bucket="data", Key="t/v", VersionId=marker["VersionId"])
         self.assertEqual(self.get(self.s3_hub, "t/v"), b"one")
         self.assertEqual(self.get(self.s3_b, "t/v"), b"one")
+        # A spoke cannot see every version of a versioned bucket, so it refuses to delete one.
+        self.s3_hub.delete_object(Bucket="data", Key="t/v")
+        with self.assertRaises(ClientError) as ctx:
+            self.s3_a.delete_bucket(Bucket="data")
+        self.assertEqual(ctx.exception.response["Error"]["Code"], "NotImplemented")
+        self.assertEqual(self.s3_hub.list_object_versions(Bucket="data", Prefix="t/v")
+                         ["DeleteMarkers"][0]["IsLatest"], True)
 
 
 class ResidencyTest(FabricTestCase):

@@ -35,7 +35,7 @@ class SlowClientsTest(S3TestCase):
         # worker for 120 s with each, and 32 of them stopped it).
         for _ in range(40):
             s = self.connect()
-            s.sendall(b"PUT /any/x HTTP/1.1\r\nHost: h\r\nContent-Length: 1000000\r\n\r\n"
+            s.sendall(b"PUT /bkt/x HTTP/1.1\r\nHost: h\r\nContent-Length: 1000000\r\n\r\n"
                       b"0123456789")
             s.settimeout(10)
             reply = s.recv(4096)

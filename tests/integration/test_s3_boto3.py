@@ -424,9 +424,15 @@ class AccessLogTest(S3TestCase):
         bob = self.user_client("bob")
         with self.assertRaises(ClientError):
             bob.get_object(Bucket="logged", Key="dir/k")
-        with open(os.path.join(self.tmp, "access.log")) as f:
-            lines = [dict(kv.split("=", 1) for kv in shlex.split(line)) for line in f]
-        s3_lines = [l for l in lines if l["path"].startswith("/logged")]
+        # The line follows the response: wait for the last one.
+        deadline = time.monotonic() + 10
+        while True:
+            with open(os.path.join(self.tmp, "access.log")) as f:
+                lines = [dict(kv.split("=", 1) for kv in shlex.split(line)) for line in f]
+            s3_lines = [l for l in lines if l["path"].startswith("/logged")]
+            if len(s3_lines) >= 5 or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
         self.assertEqual([(l["op"], l["path"], l["status"], l["principal"]) for l in s3_lines], [
             ("PUT bucket", "/logged", "200", "root"),
             ("PUT object", "/logged/dir/k", "200", "root"),

@@ -141,6 +141,10 @@ class S3Frontend::Call {
   // The request body as an XML document whose root is `root` (MalformedXML otherwise); with
   // `optional` an empty body gives a null document.
   Result<std::unique_ptr<XmlDocument>> ReadXmlBody(std::string_view root, bool optional = false);
+  // Sets (or, without a value, removes) one setting of the request's bucket, whose current
+  // attributes are `bucket`'s.
+  Status SetBucketSetting(const FileInfo& bucket, std::string_view name,
+                          std::optional<std::string> value);
   // Whether a key of the bucket still has a version or delete marker S3 shows.
   Result<bool> AnyVersionLeft(const FileInfo& bucket);
   // Removes the directories below `dir` that hold no object, deepest first (not uploads).
@@ -185,6 +189,8 @@ Tags TagsOf(const Attributes& attributes, std::string_view name);
 // The kAttrParts form of part sizes, and back (nullopt if malformed).
 std::string EncodePartSizes(const std::vector<uint64_t>& sizes);
 std::optional<std::vector<uint64_t>> DecodePartSizes(std::string_view text);
+// A multipart object's part sizes, when it records ones that add up to its size.
+std::optional<std::vector<uint64_t>> PartSizesOf(const FileInfo& info);
 // A client-chosen integer query value in [lo, hi].
 Result<int64_t> ParseIntParam(std::string_view name, std::string_view value, int64_t lo,
                               int64_t hi);

@@ -162,22 +162,16 @@ void S3Frontend::Call::PutBucketCors() {
   if (!doc.ok()) return SendStatus(doc.status());
   auto rules = ParseCorsXml(**doc);
   if (!rules.ok()) return SendStatus(rules.status());
-  SetAttrRequest set;
-  set.attributes = bucket->attributes;
-  (*set.attributes)[std::string(kAttrCors)] = CorsXml(*rules);
-  auto done = volume().SetAttr(ctx_, "/" + request_.bucket, set);
-  if (!done.ok()) return SendStatus(done.status(), Missing::kBucket);
+  Status done = SetBucketSetting(*bucket, kAttrCors, CorsXml(*rules));
+  if (!done.ok()) return SendStatus(done, Missing::kBucket);
   SendEmpty(200);
 }
 
 void S3Frontend::Call::DeleteBucketCors() {
   auto bucket = StatBucket(request_.bucket);
   if (!bucket.ok()) return SendStatus(bucket.status(), Missing::kBucket);
-  SetAttrRequest set;
-  set.attributes = bucket->attributes;
-  set.attributes->erase(std::string(kAttrCors));
-  auto done = volume().SetAttr(ctx_, "/" + request_.bucket, set);
-  if (!done.ok()) return SendStatus(done.status(), Missing::kBucket);
+  Status done = SetBucketSetting(*bucket, kAttrCors, std::nullopt);
+  if (!done.ok()) return SendStatus(done, Missing::kBucket);
   SendEmpty(204);
 }
 

@@ -43,6 +43,8 @@ class KeyWalker {
   void SkipDirectory() { skip_last_directory_ = true; }
   // Whether any page read so far was stale (a --stale-ok spoke without its hub).
   bool stale() const { return stale_; }
+  // Whether removed keys are listed as asked (false once the volume said it cannot).
+  bool lists_removed() const { return options_.include_removed; }
 
  private:
   struct Pending {

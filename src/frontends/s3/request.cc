@@ -140,15 +140,19 @@ Result<S3Request> ParseS3Request(const net::HttpRequest& http) {
   request.bucket = std::string(rest.substr(0, slash));
   if (slash != std::string_view::npos) request.key = std::string(rest.substr(slash + 1));
   if (!request.bucket.empty()) WEFT_RETURN_IF_ERROR(ValidateBucketName(request.bucket));
-  if (!request.key.empty()) WEFT_RETURN_IF_ERROR(ValidateKey(request.key));
-  if (const std::string_view k = request.key;
-      k.starts_with(kUploadsDirName) &&
-      (k.size() == kUploadsDirName.size() || k[kUploadsDirName.size()] == '/')) {
+  if (!request.key.empty()) WEFT_RETURN_IF_ERROR(ValidateClientKey(request.key));
+  return request;
+}
+
+Status ValidateClientKey(std::string_view key) {
+  WEFT_RETURN_IF_ERROR(ValidateKey(key));
+  if (key.starts_with(kUploadsDirName) &&
+      (key.size() == kUploadsDirName.size() || key[kUploadsDirName.size()] == '/')) {
     return InvalidArgument(Reason::kInvalidArgument,
                            "keys under " + std::string(kUploadsDirName) +
                                "/ are reserved for multipart uploads in progress");
   }
-  return request;
+  return OkStatus();
 }
 
 namespace {
@@ -188,12 +192,18 @@ Result<Identity> Authenticate(const S3Request& request, auth::IdentityStore& ide
         !date.empty()) {
       request_time = ParseHttpDate(date);
     }
-    // SigV2 signs the path as sent, except that a bucket alone is "/bucket/".
-    const std::string resource = !request.bucket.empty() && request.key.empty()
-                                     ? "/" + request.bucket + "/"
-                                     : request.http->path;
-    WEFT_RETURN_IF_ERROR(
-        sigv2::Verify(claim, signed_request, resource, key.secret_key, now_seconds, request_time));
+    // SigV2 signs the path as sent; for a bucket alone clients sign "/bucket/" (botocore) or
+    // "/bucket" (AWS's description): either names the same resource.
+    Status verified = sigv2::Verify(claim, signed_request, request.http->path, key.secret_key,
+                                    now_seconds, request_time);
+    if (verified.reason() == Reason::kSignatureDoesNotMatch && !request.bucket.empty() &&
+        request.key.empty()) {
+      const std::string other =
+          request.http->path.ends_with('/') ? "/" + request.bucket : "/" + request.bucket + "/";
+      verified =
+          sigv2::Verify(claim, signed_request, other, key.secret_key, now_seconds, request_time);
+    }
+    WEFT_RETURN_IF_ERROR(verified);
     identity.principal = key.user;
     identity.payload = PayloadMode::kUnsigned;  // SigV2 signs no body; Content-MD5 if sent
     return identity;

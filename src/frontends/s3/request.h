@@ -52,6 +52,9 @@ Result<S3Request> ParseS3Request(const net::HttpRequest& http);
 Status ValidateBucketName(std::string_view bucket);
 // Validates a key as Weft stores it: a relative path under the bucket.
 Status ValidateKey(std::string_view key);
+// ValidateKey, and not a key S3 reserves for itself (multipart staging): every key a client
+// names in a request (the path, DeleteObjects).
+Status ValidateClientKey(std::string_view key);
 
 // How the body's integrity is proven.
 enum class PayloadMode {

@@ -532,6 +532,7 @@ class CorsWriter final : public net::ResponseWriter {
     all.insert(all.end(), headers_.begin(), headers_.end());
     return inner_.Start(status, all, content_length);
   }
+  using net::ResponseWriter::Write;
   Status Write(std::span<const std::string_view> pieces) override { return inner_.Write(pieces); }
   Status Finish() override { return inner_.Finish(); }
   bool started() const override { return inner_.started(); }
@@ -804,6 +805,18 @@ Result<ObjectRef> S3Frontend::Call::ResolveObject(const std::string& bucket,
   return ref;
 }
 
+std::optional<std::vector<uint64_t>> PartSizesOf(const FileInfo& info) {
+  auto it = info.attributes.find(std::string(kAttrParts));
+  if (it == info.attributes.end()) return std::nullopt;
+  std::optional<std::vector<uint64_t>> sizes = DecodePartSizes(it->second);
+  // A layout that does not add up to the object (set by hand, or a copy of another object's
+  // description) is no layout.
+  uint64_t total = 0;
+  for (uint64_t size : sizes.value_or(std::vector<uint64_t>{})) total += size;
+  if (!sizes || total != info.size) return std::nullopt;
+  return sizes;
+}
+
 Result<S3Frontend::Call::Source> S3Frontend::Call::OpenSource(const CopySource& source) {
   Source out;
   WEFT_ASSIGN_OR_RETURN(out.bucket, StatBucket(source.bucket));
@@ -1066,6 +1079,18 @@ void S3Frontend::Call::DeleteBucket() {
   SendEmpty(204);
 }
 
+Status S3Frontend::Call::SetBucketSetting(const FileInfo& bucket, std::string_view name,
+                                          std::optional<std::string> value) {
+  SetAttrRequest set;
+  set.attributes = bucket.attributes;
+  if (value) {
+    (*set.attributes)[std::string(name)] = std::move(*value);
+  } else {
+    set.attributes->erase(std::string(name));
+  }
+  return volume().SetAttr(ctx_, "/" + request_.bucket, set).status();
+}
+
 Result<bool> S3Frontend::Call::AnyVersionLeft(const FileInfo& bucket) {
   KeyWalker::Options opts;
   opts.bucket = request_.bucket;
@@ -1073,10 +1098,19 @@ Result<bool> S3Frontend::Call::AnyVersionLeft(const FileInfo& bucket) {
   KeyWalker walker(volume(), ctx_, opts);
   while (true) {
     WEFT_ASSIGN_OR_RETURN(std::optional<ListedKey> next, walker.Next());
+    if (!walker.lists_removed()) {
+      // A spoke cannot see deleted keys' versions: it must not conclude there are none.
+      return Unimplemented(Reason::kNotImplemented,
+                           "a versioned bucket is deleted at the hub, which sees every version");
+    }
     if (!next) return false;
     if (next->is_directory) continue;
     auto versions = S3VersionsOf(bucket, "/" + request_.bucket + "/" + next->key);
-    if (versions.ok() && !versions->empty()) return true;
+    if (!versions.ok()) {
+      if (versions.status().code() == StatusCode::kNotFound) continue;  // removed meanwhile
+      return versions.status();  // cannot tell: refuse rather than delete versions
+    }
+    if (!versions->empty()) return true;
   }
 }
 
@@ -1307,7 +1341,13 @@ void S3Frontend::Call::ListObjectVersions() {
     if (!after.empty()) {
       auto it = std::find_if(versions.begin(), versions.end(),
                              [&](const S3Version& v) { return v.id == after; });
-      i = it == versions.end() ? versions.size() : it - versions.begin() + 1;
+      if (it != versions.end()) {
+        i = it - versions.begin() + 1;
+      } else if (auto seq = VersionIdSequence(after)) {
+        // The marker's version is gone (a client deleting page by page): resume at the versions
+        // older than it. Listing one twice beats skipping any.
+        while (i < versions.size() && versions[i].info.sequence >= *seq) ++i;
+      }
     }
     for (; i < versions.size(); ++i) {
       if (count >= params->max_keys) {
@@ -1411,7 +1451,7 @@ void S3Frontend::Call::DeleteObjects() {
     std::optional<std::string> version;
     if (auto v = object.Child("VersionId")) version = v->text();
     std::string path = "/" + request_.bucket + "/" + key;
-    Status done = ValidateKey(key);
+    Status done = ValidateClientKey(key);
     if (done.ok() && key.empty()) done = InvalidArgument(Reason::kInvalidArgument, "empty key");
     if (done.ok()) done = frontend_.identities_.Authorize(ctx_.principal, auth::kWrite, path);
     Deleted deleted;
@@ -1747,11 +1787,7 @@ void S3Frontend::Call::GetObject(bool head) {
       return SendError(
           MakeError(Reason::kInvalidRequest, "Cannot specify both Range and partNumber"));
     }
-    std::vector<uint64_t> sizes = {info.size};
-    if (auto it = info.attributes.find(std::string(kAttrParts)); it != info.attributes.end()) {
-      auto decoded = DecodePartSizes(it->second);
-      if (decoded) sizes = std::move(*decoded);
-    }
+    std::vector<uint64_t> sizes = PartSizesOf(info).value_or(std::vector<uint64_t>{info.size});
     if (*number > static_cast<int64_t>(sizes.size())) {
       return SendError(
           MakeError(Reason::kInvalidPartNumber, "The requested partnumber is not satisfiable"));
@@ -1834,14 +1870,14 @@ void S3Frontend::Call::GetObjectAttributes() {
   xml.Open("GetObjectAttributesResponse", true);
   if (wanted.count("ETag")) xml.Element("ETag", info.etag);
   if (wanted.count("ObjectParts")) {
-    if (auto it = info.attributes.find(std::string(kAttrParts)); it != info.attributes.end()) {
-      std::vector<uint64_t> sizes = DecodePartSizes(it->second).value_or(std::vector<uint64_t>{});
-      auto number = [&](std::string_view header, int64_t fallback) -> Result<int64_t> {
+    if (std::optional<std::vector<uint64_t>> parts = PartSizesOf(info)) {
+      const std::vector<uint64_t>& sizes = *parts;
+      auto number = [&](std::string_view header, int64_t lo, int64_t fallback) -> Result<int64_t> {
         auto value = request_.Header(header);
-        return value ? ParseIntParam(header, *value, 0, kMaxParts) : fallback;
+        return value ? ParseIntParam(header, *value, lo, kMaxParts) : fallback;
       };
-      auto max_parts = number("x-amz-max-parts", 1000);
-      auto marker = number("x-amz-part-number-marker", 0);
+      auto max_parts = number("x-amz-max-parts", 1, 1000);
+      auto marker = number("x-amz-part-number-marker", 0, 0);
       if (!max_parts.ok()) return SendStatus(max_parts.status());
       if (!marker.ok()) return SendStatus(marker.status());
       const int64_t total = static_cast<int64_t>(sizes.size());

@@ -215,22 +215,16 @@ void S3Frontend::Call::PutBucketTagging() {
   if (!doc.ok()) return SendStatus(doc.status());
   auto tags = ParseTaggingXml(**doc, /*bucket=*/true);
   if (!tags.ok()) return SendStatus(tags.status());
-  SetAttrRequest set;
-  set.attributes = bucket->attributes;
-  (*set.attributes)[std::string(kAttrBucketTagging)] = EncodeTags(*tags);
-  auto done = volume().SetAttr(ctx_, "/" + request_.bucket, set);
-  if (!done.ok()) return SendStatus(done.status(), Missing::kBucket);
+  Status done = SetBucketSetting(*bucket, kAttrBucketTagging, EncodeTags(*tags));
+  if (!done.ok()) return SendStatus(done, Missing::kBucket);
   SendEmpty(204);
 }
 
 void S3Frontend::Call::DeleteBucketTagging() {
   auto bucket = StatBucket(request_.bucket);
   if (!bucket.ok()) return SendStatus(bucket.status(), Missing::kBucket);
-  SetAttrRequest set;
-  set.attributes = bucket->attributes;
-  set.attributes->erase(std::string(kAttrBucketTagging));
-  auto done = volume().SetAttr(ctx_, "/" + request_.bucket, set);
-  if (!done.ok()) return SendStatus(done.status(), Missing::kBucket);
+  Status done = SetBucketSetting(*bucket, kAttrBucketTagging, std::nullopt);
+  if (!done.ok()) return SendStatus(done, Missing::kBucket);
   SendEmpty(204);
 }
 

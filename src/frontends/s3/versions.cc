@@ -111,6 +111,16 @@ std::vector<VersionInfo> NullVersions(const std::vector<VersionInfo>& versions,
   return out;
 }
 
+std::optional<uint64_t> VersionIdSequence(std::string_view id) {
+  std::string_view digits = id.starts_with("delete.") ? id.substr(7) : id.substr(0, id.find('.'));
+  uint64_t seq = 0;
+  auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), seq);
+  if (ec != std::errc() || end != digits.data() + digits.size() || digits.empty()) {
+    return std::nullopt;
+  }
+  return seq;
+}
+
 std::string S3VersionId(const FileInfo& info, const VersioningLog& log) {
   return log.At(info.mtime_ns) == Versioning::kEnabled ? info.version_id
                                                        : std::string(kNullVersion);

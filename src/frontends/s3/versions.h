@@ -58,6 +58,10 @@ std::vector<S3Version> S3Versions(const std::vector<VersionInfo>& versions,
 std::vector<VersionInfo> NullVersions(const std::vector<VersionInfo>& versions,
                                       const VersioningLog& log);
 
+// The commit sequence a Weft version id names ("<sequence>.<inode>", "delete.<sequence>"):
+// where a listing that ended at that version resumes once the version itself is gone.
+std::optional<uint64_t> VersionIdSequence(std::string_view id);
+
 // The id S3 gives the content version `info` (current content at the time of a GET).
 std::string S3VersionId(const FileInfo& info, const VersioningLog& log);
 

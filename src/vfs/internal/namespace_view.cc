@@ -145,41 +145,43 @@ Result<ReadDirPage> NamespaceView::List(uint64_t dir, const std::string& dir_pat
     std::sort(found.begin(), found.end(),
               [](const auto& a, const auto& b) { return a.first < b.first; });
   }
-  // Names with history but no current entry: each is read up to its last record, which
-  // (records sort by end sequence) says what it named last.
+  // Files with history but no current entry (a removed directory's files cannot be listed by
+  // name any more, so removed directories are left out). Each name is read up to its last
+  // record, which (records sort by end sequence) says what it named last.
   std::set<std::string> removed;
   if (live() && opts.include_removed) {
-    std::set<std::string_view> current;
+    // The page holds the first `limit` names of both kinds. When the current names filled
+    // it, no removed name past the last of them can be in it; otherwise `current` holds every
+    // current name after start_after, so it alone tells which names are live.
+    const bool current_full = found.size() >= want;
+    const std::string bound = current_full ? found.back().first : std::string();
+    std::set<std::string, std::less<>> current;
     for (const auto& f : found) current.insert(f.first);
     const std::string hprefix = schema::DirentHistoryPrefix(dir);
     auto it = reader_->NewIterator();
     it->Seek(opts.start_after.empty() ? hprefix : hprefix + opts.start_after + '\x01');
-    std::string name;
-    std::optional<Dirent> last;
-    auto flush = [&] {
-      if (last && !current.count(name)) {
-        WEFT_ASSIGN_OR_RETURN(auto cur, reader_->Get(schema::DirentKey(dir, name)));
-        if (!cur) {
-          found.emplace_back(name, *last);
-          removed.insert(name);
-        }
-      }
-      last.reset();
-      return OkStatus();
-    };
-    for (; it->Valid() && it->key().starts_with(hprefix) && removed.size() < want; it->Next()) {
+    while (it->Valid() && it->key().starts_with(hprefix) && removed.size() < want) {
       std::string_view rest = it->key().substr(hprefix.size());
       size_t nul = rest.find('\0');
       if (nul == std::string_view::npos) return Corruption("malformed history key");
-      if (rest.substr(0, nul) != name) {
-        WEFT_RETURN_IF_ERROR(flush());
-        name = std::string(rest.substr(0, nul));
+      std::string name(rest.substr(0, nul));
+      if (current_full && name > bound) break;
+      if (current.count(name)) {
+        it->Seek(hprefix + name + '\x01');  // past this live name's records
+        continue;
       }
-      WEFT_ASSIGN_OR_RETURN(auto h, schema::DecodeDirentHistory(it->value()));
-      last = h.value;
+      std::optional<Dirent> last;
+      const std::string name_prefix = hprefix + name + '\0';
+      for (; it->Valid() && it->key().starts_with(name_prefix); it->Next()) {
+        WEFT_ASSIGN_OR_RETURN(auto h, schema::DecodeDirentHistory(it->value()));
+        last = h.value;
+      }
+      if (last && last->type == FileType::kFile) {
+        found.emplace_back(name, *last);
+        removed.insert(std::move(name));
+      }
     }
     WEFT_RETURN_IF_ERROR(it->status());
-    if (removed.size() < want) WEFT_RETURN_IF_ERROR(flush());
     std::sort(found.begin(), found.end(),
               [](const auto& a, const auto& b) { return a.first < b.first; });
   }

@@ -269,6 +269,21 @@ class ConformanceBugs(S3TestCase):
             urllib.request.urlopen(self.hub.url + "/private", timeout=30)
         self.assertEqual(ctx.exception.code, 403)
 
+    def test_a_delete_marker_has_no_tags_or_attributes(self):
+        s3 = self.boto3()
+        s3.create_bucket(Bucket="dm405")
+        s3.put_bucket_versioning(Bucket="dm405", VersioningConfiguration={"Status": "Enabled"})
+        s3.put_object(Bucket="dm405", Key="k", Body=b"x", Tagging="a=1")
+        marker = s3.delete_object(Bucket="dm405", Key="k")["VersionId"]
+        calls = [lambda: s3.get_object_tagging(Bucket="dm405", Key="k", VersionId=marker),
+                 lambda: s3.get_object_attributes(Bucket="dm405", Key="k", VersionId=marker,
+                                                  ObjectAttributes=["ETag"])]
+        for call in calls:
+            with self.assertRaises(ClientError) as ctx:
+                call()
+            self.assertEqual(http_status(ctx), 405)
+            self.assertEqual(error_code(ctx), "MethodNotAllowed")
+
     def test_recreating_a_bucket_answers_by_owner(self):
         s3 = self.boto3()
         s3.create_bucket(Bucket="mine")

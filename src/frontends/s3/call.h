@@ -125,14 +125,15 @@ class S3Frontend::Call {
                             const std::optional<std::string>& version);
   Result<ObjectRef> ResolveObject(const std::string& bucket, const std::string& key);
   // A copy source opened for reading: its bucket, where it lives, and a reader of the
-  // version it names (S3's "null" included). Errors carry their S3 code.
+  // version it names (S3's "null" included). Errors carry their S3 code; a delete marker is
+  // InvalidRequest for a copy and MethodNotAllowed (405) for a read of its tags or attributes.
   struct Source {
     FileInfo bucket;
     ObjectRef ref;
     std::unique_ptr<FileReader> reader;
     std::optional<std::string> version_id;  // S3's id, when the source bucket is versioned
   };
-  Result<Source> OpenSource(const CopySource& source);
+  Result<Source> OpenSource(const CopySource& source, bool copy = true);
   // Object attributes from request headers (Content-Type, x-amz-meta-*, ...).
   Result<Attributes> AttributesFromHeaders();
   // Streams the request payload into `writer`; aborts it on any error.

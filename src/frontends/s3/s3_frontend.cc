@@ -817,7 +817,7 @@ std::optional<std::vector<uint64_t>> PartSizesOf(const FileInfo& info) {
   return sizes;
 }
 
-Result<S3Frontend::Call::Source> S3Frontend::Call::OpenSource(const CopySource& source) {
+Result<S3Frontend::Call::Source> S3Frontend::Call::OpenSource(const CopySource& source, bool copy) {
   Source out;
   WEFT_ASSIGN_OR_RETURN(out.bucket, StatBucket(source.bucket));
   WEFT_ASSIGN_OR_RETURN(out.ref, ResolveObject(source.bucket, source.key));
@@ -827,6 +827,10 @@ Result<S3Frontend::Call::Source> S3Frontend::Call::OpenSource(const CopySource& 
     WEFT_ASSIGN_OR_RETURN(S3Version found,
                           FindS3Version(out.bucket, out.ref.path, *source.version_id));
     if (found.info.is_delete_marker) {
+      if (!copy) {
+        return InvalidArgument(Reason::kMethodNotAllowed,
+                               "The specified method is not allowed against a delete marker.");
+      }
       return InvalidArgument(Reason::kInvalidRequest,
                              "The source of a copy request may not specifically refer to a "
                              "delete marker by version id.");
@@ -1863,7 +1867,7 @@ void S3Frontend::Call::GetObjectAttributes() {
     wanted.emplace(one);
   }
   CopySource self{request_.bucket, request_.key, request_.Query("versionId")};
-  auto opened = OpenSource(self);
+  auto opened = OpenSource(self, /*copy=*/false);
   if (!opened.ok()) return SendStatus(opened.status());
   const FileInfo& info = opened->reader->info();
   XmlWriter xml;

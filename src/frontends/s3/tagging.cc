@@ -143,7 +143,7 @@ void S3Frontend::Call::GetObjectTagging() {
   auto bucket = StatBucket(request_.bucket);
   if (!bucket.ok()) return SendStatus(bucket.status(), Missing::kBucket);
   CopySource self{request_.bucket, request_.key, request_.Query("versionId")};
-  auto opened = OpenSource(self);
+  auto opened = OpenSource(self, /*copy=*/false);
   if (!opened.ok()) return SendStatus(opened.status());
   std::vector<net::HttpHeader> headers;
   if (opened->version_id) headers.push_back({"x-amz-version-id", *opened->version_id});

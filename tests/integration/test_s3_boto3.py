@@ -421,6 +421,30 @@ class Versioning(S3TestCase):
         self.assertEqual(s3.get_bucket_versioning(Bucket="ver")["Status"], "Suspended")
 
 
+    def test_paging_goes_on_after_the_marker_version_is_deleted(self):
+        """A client emptying a bucket deletes each page before asking for the next, so the
+        version its marker names is gone: the listing must go on with the older ones."""
+        s3 = self.boto3()
+        s3.create_bucket(Bucket="pages")
+        s3.put_bucket_versioning(Bucket="pages", VersioningConfiguration={"Status": "Enabled"})
+        ids = [s3.put_object(Bucket="pages", Key="k", Body=str(i).encode())["VersionId"]
+               for i in range(3)]
+        s3.put_object(Bucket="pages", Key="m", Body=b"m")
+        seen = []
+        kwargs = {"Bucket": "pages", "MaxKeys": 1}
+        while True:
+            page = s3.list_object_versions(**kwargs)
+            for v in page.get("Versions", []):
+                seen.append((v["Key"], v["VersionId"]))
+                s3.delete_object(Bucket="pages", Key=v["Key"], VersionId=v["VersionId"])
+            if not page["IsTruncated"]:
+                break
+            kwargs["KeyMarker"] = page["NextKeyMarker"]
+            kwargs["VersionIdMarker"] = page["NextVersionIdMarker"]
+        self.assertEqual([vid for key, vid in seen if key == "k"], ids[::-1])
+        self.assertEqual([key for key, _ in seen].count("m"), 1)
+        s3.delete_bucket(Bucket="pages")
+
 class AccessLogTest(S3TestCase):
     """`weft serve --access-log FILE`: a line per request, failures included, that says who did
     what to which path, with what result, how many bytes and how fast."""

@@ -144,6 +144,19 @@ Result<S3Request> ParseS3Request(const net::HttpRequest& http) {
   return request;
 }
 
+std::vector<std::string_view> SplitList(std::string_view value) {
+  std::vector<std::string_view> items;
+  while (!value.empty()) {
+    size_t comma = value.find(',');
+    std::string_view one = value.substr(0, comma);
+    value = comma == std::string_view::npos ? "" : value.substr(comma + 1);
+    while (!one.empty() && one.front() == ' ') one.remove_prefix(1);
+    while (!one.empty() && one.back() == ' ') one.remove_suffix(1);
+    if (!one.empty()) items.push_back(one);
+  }
+  return items;
+}
+
 Status ValidateClientKey(std::string_view key) {
   WEFT_RETURN_IF_ERROR(ValidateKey(key));
   if (key.starts_with(kUploadsDirName) &&

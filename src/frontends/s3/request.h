@@ -115,6 +115,10 @@ class PayloadReader {
   std::unique_ptr<AwsChunkedDecoder> chunked_;
 };
 
+// The items of a comma-separated header value ("a, b,c"), spaces around each removed, empty
+// ones dropped (Access-Control-Request-Headers, x-amz-object-attributes, Content-Encoding).
+std::vector<std::string_view> SplitList(std::string_view value);
+
 // The RFC 1123 form ("Wed, 02 Dec 2026 17:27:10 GMT") of a time in nanoseconds since the
 // epoch. (S3 XML's ISO 8601 form is base/clock.h's FormatIso8601 with milliseconds.)
 std::string HttpDate(int64_t time_ns);

@@ -464,11 +464,15 @@ Result<Route> RouteRequest(const S3Request& r, std::optional<CopySource>* copy_s
 
 }  // namespace
 
-std::optional<CorsRules> S3Frontend::BucketCors(const std::string& bucket) {
+Result<FileInfo> S3Frontend::StatBucketUnauthenticated(const std::string& bucket) {
   RequestContext ctx;
   ctx.principal = std::string(auth::kAnonymous);
   ctx.protocol = "s3";
-  auto info = volume_.Stat(ctx, "/" + bucket);
+  return volume_.Stat(ctx, "/" + bucket);
+}
+
+std::optional<CorsRules> S3Frontend::BucketCors(const std::string& bucket) {
+  auto info = StatBucketUnauthenticated(bucket);
   if (!info.ok()) return std::nullopt;
   auto it = info->attributes.find(std::string(kAttrCors));
   if (it == info->attributes.end()) return std::nullopt;
@@ -490,14 +494,7 @@ void S3Frontend::Preflight(const S3Request& request, net::ResponseWriter& respon
   std::vector<std::string> asked;
   std::string asked_list =
       std::string(request.Header("access-control-request-headers").value_or(""));
-  for (std::string_view rest = asked_list; !rest.empty();) {
-    size_t comma = rest.find(',');
-    std::string_view one = rest.substr(0, comma);
-    rest = comma == std::string_view::npos ? "" : rest.substr(comma + 1);
-    while (!one.empty() && one.front() == ' ') one.remove_prefix(1);
-    while (!one.empty() && one.back() == ' ') one.remove_suffix(1);
-    if (!one.empty()) asked.push_back(AsciiLower(one));
-  }
+  for (std::string_view one : SplitList(asked_list)) asked.push_back(AsciiLower(one));
   std::optional<CorsRules> rules = BucketCors(request.bucket);
   const CorsRule* rule = rules ? MatchCors(*rules, *origin, *method, asked) : nullptr;
   if (rule == nullptr) {
@@ -511,10 +508,7 @@ void S3Frontend::Preflight(const S3Request& request, net::ResponseWriter& respon
 }
 
 bool S3Frontend::BucketExists(const std::string& bucket) {
-  RequestContext ctx;
-  ctx.principal = std::string(auth::kAnonymous);
-  ctx.protocol = "s3";
-  auto info = volume_.Stat(ctx, "/" + bucket);
+  auto info = StatBucketUnauthenticated(bucket);
   return info.ok() ? info->type == FileType::kDirectory
                    : info.status().code() != StatusCode::kNotFound;
 }
@@ -883,14 +877,8 @@ Result<Attributes> S3Frontend::Call::AttributesFromHeaders() {
         // aws-chunked describes this request's framing, not the object; any other value is
         // kept exactly as sent.
         std::string kept;
-        size_t start = 0;
-        while (start <= value.size()) {
-          size_t comma = value.find(',', start);
-          if (comma == std::string::npos) comma = value.size();
-          std::string part = value.substr(start, comma - start);
-          while (!part.empty() && part.front() == ' ') part.erase(0, 1);
-          if (!part.empty() && part != "aws-chunked") kept += (kept.empty() ? "" : ",") + part;
-          start = comma + 1;
+        for (std::string_view part : SplitList(value)) {
+          if (part != "aws-chunked") kept += (kept.empty() ? "" : ",") + std::string(part);
         }
         if (kept.empty()) continue;
         value = kept;
@@ -1350,7 +1338,11 @@ void S3Frontend::Call::ListObjectVersions() {
       } else if (auto seq = VersionIdSequence(after)) {
         // The marker's version is gone (a client deleting page by page): resume at the versions
         // older than it. Listing one twice beats skipping any.
-        while (i < versions.size() && versions[i].info.sequence >= *seq) ++i;
+        // By the sequence each id names (its content's, or its delete's), not by when it
+        // became current: deleting the newest makes the one before current again, later.
+        while (i < versions.size() && VersionIdSequence(versions[i].weft_id).value_or(0) >= *seq) {
+          ++i;
+        }
       }
     }
     for (; i < versions.size(); ++i) {
@@ -1851,12 +1843,7 @@ void S3Frontend::Call::GetObjectAttributes() {
                                "x-amz-object-attributes names the attributes to return"));
   }
   std::set<std::string, std::less<>> wanted;
-  for (std::string_view rest = *wanted_header; !rest.empty();) {
-    size_t comma = rest.find(',');
-    std::string_view one = rest.substr(0, comma);
-    rest = comma == std::string_view::npos ? "" : rest.substr(comma + 1);
-    while (!one.empty() && one.front() == ' ') one.remove_prefix(1);
-    while (!one.empty() && one.back() == ' ') one.remove_suffix(1);
+  for (std::string_view one : SplitList(*wanted_header)) {
     static constexpr std::string_view kKnownAttributes[] = {"ETag", "Checksum", "ObjectParts",
                                                             "StorageClass", "ObjectSize"};
     if (std::find(std::begin(kKnownAttributes), std::end(kKnownAttributes), one) ==

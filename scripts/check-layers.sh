@@ -12,12 +12,13 @@ declare -A allowed=(
   [meta]="base io"
   [vfs]="base io chunk meta"
   [auth]="base io chunk meta vfs"
+  [access]="base io chunk meta vfs auth"
   [net]="base"
   [cache]="base"
-  [frontends]="base io meta vfs auth net"
-  [fabric]="base io chunk meta vfs auth net cache"
-  [server]="base io chunk meta vfs auth net frontends cache fabric"
-  [cli]="base io chunk meta vfs auth net frontends cache fabric server"
+  [frontends]="base io meta vfs auth access net"
+  [fabric]="base io chunk meta vfs auth access net cache"
+  [server]="base io chunk meta vfs auth access net frontends cache fabric"
+  [cli]="base io chunk meta vfs auth access net frontends cache fabric server"
 )
 
 bad=0
@@ -45,6 +46,23 @@ for frontend in src/frontends/*/; do
     bad=1
   done < <(grep -rnE '^#include "frontends/' "$frontend" | grep -v "\"frontends/$name/" || true)
 done
+
+# One authorisation path: only the identity store (src/auth) and the AuthorizedVolume
+# (src/access) decide what a principal may do; front ends ask the volume (Check, CheckNode,
+# Allows) and never the identity store.
+while IFS= read -r line; do
+  echo "authorisation: $line  (decide through access::AuthorizedVolume)"
+  bad=1
+done < <(grep -rnE '(\.|->)(Authorize|Granted|MayTraverse)\(' src --include='*.cc' --include='*.h' |
+         grep -vE '^src/(auth|access)/' || true)
+
+# Front ends reach the namespace only through the AuthorizedVolume they are given: none may
+# open an engine (tests build their own stack).
+while IFS= read -r line; do
+  echo "authorisation: $line  (front ends take an access::AuthorizedVolume)"
+  bad=1
+done < <(grep -rnE '^#include "(vfs/local_volume|fabric/.*)\.h"' src/frontends |
+         grep -v '_test\.cc:' || true)
 
 if [ "${1:-}" = "--format" ] && command -v clang-format >/dev/null; then
   while IFS= read -r f; do

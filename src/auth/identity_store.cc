@@ -440,8 +440,14 @@ class KvIdentityStore final : public IdentityStore {
   Result<std::string> VerifyToken(std::string_view token) override;
 
   Status Authorize(std::string_view principal, uint8_t needed, std::string_view path) override;
+  uint8_t Granted(std::string_view principal, std::string_view path) override;
+  bool MayTraverse(std::string_view principal, std::string_view dir) override;
 
  private:
+  // Calls visit(rule) for every rule whose subject matches `principal`, under the cache lock;
+  // false (nothing visited) when the principal is neither anonymous nor a known user.
+  template <typename Visit>
+  bool ForEachRuleOf(std::string_view principal, Visit&& visit) const;
   // The user's creation time, or nullopt if there is no such user; root exists (time 0).
   std::optional<int64_t> UserCreatedNs(std::string_view name) const;
   Status CheckUserExists(std::string_view name) const;
@@ -842,6 +848,38 @@ Result<std::string> KvIdentityStore::VerifyToken(std::string_view token) {
 
 // ---- Authorisation ----
 
+template <typename Visit>
+bool KvIdentityStore::ForEachRuleOf(std::string_view principal, Visit&& visit) const {
+  const bool anonymous = principal == kAnonymous;
+  std::shared_lock lock(cache_mu_);
+  const std::vector<std::string>* groups = nullptr;
+  if (!anonymous) {
+    auto user = users_.find(principal);
+    if (user == users_.end()) return false;
+    groups = &user->second.groups;
+  }
+  for (const auto& [n, cached] : rules_) {
+    const Subject& s = cached.subject;
+    bool match = false;
+    switch (s.kind) {
+      case SubjectKind::kEveryone:
+        match = true;
+        break;
+      case SubjectKind::kAuthenticated:
+        match = !anonymous;
+        break;
+      case SubjectKind::kUser:
+        match = !anonymous && s.name == principal;
+        break;
+      case SubjectKind::kGroup:
+        match = groups != nullptr && std::binary_search(groups->begin(), groups->end(), s.name);
+        break;
+    }
+    if (match) visit(cached.rule);
+  }
+  return true;
+}
+
 Status KvIdentityStore::Authorize(std::string_view principal, uint8_t needed,
                                   std::string_view path) {
   if (principal == kRootUser) return OkStatus();
@@ -857,40 +895,37 @@ Status KvIdentityStore::Authorize(std::string_view principal, uint8_t needed,
   if (needed == 0 || (needed & ~kAllPermissions) != 0) return denied(0, " (no valid permission)");
   if (!IsNormalizedPath(path)) return denied(needed, " (path is not normalized)");
 
-  const bool anonymous = principal == kAnonymous;
   uint8_t granted = 0;
-  {
-    std::shared_lock lock(cache_mu_);
-    const std::vector<std::string>* groups = nullptr;
-    if (!anonymous) {
-      auto user = users_.find(principal);
-      if (user == users_.end()) return denied(needed, "");
-      groups = &user->second.groups;
-    }
-    for (const auto& [n, cached] : rules_) {
-      const Subject& s = cached.subject;
-      bool match = false;
-      switch (s.kind) {
-        case SubjectKind::kEveryone:
-          match = true;
-          break;
-        case SubjectKind::kAuthenticated:
-          match = !anonymous;
-          break;
-        case SubjectKind::kUser:
-          match = !anonymous && s.name == principal;
-          break;
-        case SubjectKind::kGroup:
-          match = groups != nullptr && std::binary_search(groups->begin(), groups->end(), s.name);
-          break;
-      }
-      if (match && path.starts_with(cached.rule.prefix)) granted |= cached.rule.permissions;
-    }
-  }
+  const bool known = ForEachRuleOf(principal, [&](const Rule& rule) {
+    if (path.starts_with(rule.prefix)) granted |= rule.permissions;
+  });
+  if (!known) return denied(needed, "");
   if (granted & kAdmin) granted = kAllPermissions;
   const uint8_t missing = needed & ~granted;
   if (missing == 0) return OkStatus();
   return denied(missing, "");
+}
+
+uint8_t KvIdentityStore::Granted(std::string_view principal, std::string_view path) {
+  if (principal == kRootUser) return kAllPermissions;
+  if (!IsNormalizedPath(path)) return 0;
+  uint8_t granted = 0;
+  ForEachRuleOf(principal, [&](const Rule& rule) {
+    if (path.starts_with(rule.prefix)) granted |= rule.permissions;
+  });
+  return (granted & kAdmin) ? kAllPermissions : granted;
+}
+
+bool KvIdentityStore::MayTraverse(std::string_view principal, std::string_view dir) {
+  if (principal == kRootUser) return true;
+  if (!IsNormalizedPath(dir)) return false;
+  std::string below(dir);
+  if (!below.ends_with('/')) below += '/';
+  bool found = false;
+  ForEachRuleOf(principal, [&](const Rule& rule) {
+    found = found || (rule.permissions != 0 && rule.prefix.starts_with(below));
+  });
+  return found;
 }
 
 // ---- Server key file ----

@@ -105,6 +105,15 @@ class IdentityStore {
   // `path` (absolute; a directory may end with '/'); PermissionDenied (Reason::kAccessDenied)
   // otherwise. kAdmin on a covering prefix implies every bit.
   virtual Status Authorize(std::string_view principal, uint8_t needed, std::string_view path) = 0;
+
+  // Every Permission bit the rules give `principal` on `path` (all of them for root, or with
+  // kAdmin); 0 for an unknown user or a path that is not normalized.
+  virtual uint8_t Granted(std::string_view principal, std::string_view path) = 0;
+
+  // True when a rule grants `principal` something strictly below directory `dir`: the
+  // directories on the way to what a user may reach are theirs to pass through (and see),
+  // though not to list in full. Always true for root.
+  virtual bool MayTraverse(std::string_view principal, std::string_view dir) = 0;
 };
 
 // An "Authorization: Bearer <token>" header value -> the user the token names. PermissionDenied

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "access/authorized_volume.h"
 #include "auth/identity_store.h"
 #include "base/clock.h"
 #include "fabric/lease_table.h"
@@ -59,8 +60,10 @@ struct HubServiceOptions {
 class HubService : public net::HttpHandler {
  public:
   // `upstream` is null at a hub, the PortalVolume at a spoke that serves chained spokes.
-  HubService(Volume* volume, LeaseTable* leases, auth::IdentityStore* identities,
-             HubServiceOptions options = {}, UpstreamLeases* upstream = nullptr);
+  // Every namespace call and authorisation decision goes through `volume`, whose identity
+  // store also authenticates the spokes' tokens.
+  HubService(access::AuthorizedVolume* volume, LeaseTable* leases, HubServiceOptions options = {},
+             UpstreamLeases* upstream = nullptr);
   ~HubService() override;
 
   void Handle(const net::HttpRequest& request, net::BodyReader& body,
@@ -109,24 +112,15 @@ class HubService : public net::HttpHandler {
   Status Forward(Call& call);
   Status ListSpokes(Call& call);
   Result<SpokeRecord> FindSpoke(const Call& call, const std::string& id);
-  // PermissionDenied when `path` (as read with `opts`, and its live counterpart) lies under a
-  // directory resident to sites with none of `tags`.
-  Status CheckResidency(const RequestContext& ctx, const std::vector<std::string>& tags,
-                        const std::string& path, const ReadOptions& opts);
   // Grants `spoke` a lease on `key` around `read` (granted first, so a mutation committing
   // after the read revokes it), shortened to what upstream still holds. Returns its length.
   std::chrono::milliseconds GrantAround(const std::string& spoke, const std::string& key,
                                         const std::function<void()>& read);
   void DropIdleUploads();
   void PruneForgotten();
-  // The live path whose rules govern `path` (a snapshot path shows a live one).
-  Result<std::string> RulePath(const RequestContext& ctx, const std::string& path);
-  // Authorize on RulePath(path), as a file or as a directory.
-  Status AuthorizeRead(const RequestContext& ctx, uint8_t needed, const std::string& path);
 
-  Volume* volume_;
+  access::AuthorizedVolume* volume_;
   LeaseTable* leases_;
-  auth::IdentityStore* identities_;
   HubServiceOptions options_;
   UpstreamLeases* upstream_;
 

@@ -109,11 +109,12 @@ class Hub {
 
   void Serve(LeaseTableOptions options, uint16_t port) {
     service_.reset();
+    authorized_.reset();
     volume_.reset();
     leases_ = std::make_unique<LeaseTable>(options);
     volume_ = NewCoherentVolume(engine_.get(), leases_.get());
-    service_ = std::make_unique<HubService>(volume_.get(), leases_.get(), identities_.get(),
-                                            service_options_);
+    authorized_ = std::make_unique<access::AuthorizedVolume>(volume_.get(), identities_.get());
+    service_ = std::make_unique<HubService>(authorized_.get(), leases_.get(), service_options_);
     if (transport_ == Transport::kInProcess) {
       {
         std::unique_lock lock(front_.mu);
@@ -139,6 +140,7 @@ class Hub {
   std::unique_ptr<auth::IdentityStore> identities_;
   std::unique_ptr<LeaseTable> leases_;
   std::unique_ptr<Volume> volume_;
+  std::unique_ptr<access::AuthorizedVolume> authorized_;
   std::unique_ptr<HubService> service_;
   std::unique_ptr<net::HttpServer> server_;
   Front front_;

@@ -8,6 +8,7 @@
 #include <memory>
 #include <mutex>
 
+#include "access/authorized_volume.h"
 #include "auth/identity_store.h"
 #include "base/memory.h"
 #include "chunk/caching_chunk_store.h"
@@ -316,7 +317,9 @@ Status RunHub(const HubOptions& options, FILE* out) {
   const auto longest = LongestLeaseGranted(fs, spokes_seen);
   if (fs->Exists(spokes_seen)) lease_options.start_grace = std::max(options.lease, longest);
   fabric::LeaseTable leases(lease_options);
-  std::unique_ptr<Volume> volume = fabric::NewCoherentVolume(engine.get(), &leases);
+  std::unique_ptr<Volume> coherent = fabric::NewCoherentVolume(engine.get(), &leases);
+  // The one volume the front ends get: each call authorised against the caller's rules.
+  access::AuthorizedVolume volume(coherent.get(), identities.get());
   fabric::HubServiceOptions fabric_options;
   // Recorded before a spoke gets its first lease; if it cannot be, the spoke is refused.
   struct Recorded {
@@ -342,9 +345,9 @@ Status RunHub(const HubOptions& options, FILE* out) {
   s3_options.region = options.region;
   s3_options.sigv2 = options.sigv2;
   s3_options.access_log = access_log.get();
-  s3::S3Frontend s3(*volume, *identities, s3_options);
-  rest::RestFrontend rest(*volume, *identities);
-  fabric::HubService hub_service(volume.get(), &leases, identities.get(), fabric_options);
+  s3::S3Frontend s3(volume, s3_options);
+  rest::RestFrontend rest(volume);
+  fabric::HubService hub_service(&volume, &leases, fabric_options);
   rest.SetSpokesProvider(
       [&hub_service] { return nlohmann::ordered_json::parse(hub_service.SpokesJson().dump()); });
   Router router(&s3, &rest, &hub_service, [&engine] { return CapacityMetrics(*engine); });
@@ -392,7 +395,9 @@ Status RunSpoke(const SpokeOptions& options, FILE* out) {
   std::unique_ptr<fabric::PortalVolume>& portal = opened.volume;
   portal->SetInvalidationHook(
       [&leases](const fabric::Affected& affected) { auto revocation = leases.Revoke(affected); });
-  std::unique_ptr<Volume> volume = fabric::NewCoherentVolume(portal.get(), &leases);
+  std::unique_ptr<Volume> coherent = fabric::NewCoherentVolume(portal.get(), &leases);
+  // The spoke's own users: authorised here; the hub authorises what the spoke forwards.
+  access::AuthorizedVolume volume(coherent.get(), identities.get());
 
   std::unique_ptr<net::AccessLog> access_log;
   if (!options.access_log.empty()) {
@@ -402,9 +407,9 @@ Status RunSpoke(const SpokeOptions& options, FILE* out) {
   s3_options.region = options.region;
   s3_options.sigv2 = options.sigv2;
   s3_options.access_log = access_log.get();
-  s3::S3Frontend s3(*volume, *identities, s3_options);
-  rest::RestFrontend rest(*volume, *identities);
-  fabric::HubService hub_service(volume.get(), &leases, identities.get(), {}, portal.get());
+  s3::S3Frontend s3(volume, s3_options);
+  rest::RestFrontend rest(volume);
+  fabric::HubService hub_service(&volume, &leases, {}, portal.get());
   rest.SetSpokesProvider(
       [&hub_service] { return nlohmann::ordered_json::parse(hub_service.SpokesJson().dump()); });
   if (fabric::NeuralCache* neural = portal->neural_cache()) {

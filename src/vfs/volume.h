@@ -31,6 +31,14 @@ struct RequestContext {
   std::string principal = "root";
   std::string protocol = "cli";
   std::string site = "local";
+  // The tags of the site asking, for a request that comes from another site (a spoke through
+  // the fabric): what is resident to sites without one of them is refused. Unset for this
+  // site's own clients.
+  std::optional<std::vector<std::string>> site_tags = std::nullopt;
+  // What a protocol keeps in a staging area ("/<top>/.weft-uploads/...", S3's multipart
+  // uploads) is judged by the path it is staged for, named here: its parts become that
+  // object. Ignored for every other path.
+  std::string staging_for = {};
   uint32_t uid = 0;
   uint32_t gid = 0;
 };

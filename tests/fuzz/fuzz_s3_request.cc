@@ -428,7 +428,8 @@ class Harness {
     S3Options s3;
     s3.clock = &clock_;
     s3.region = std::string(kRegion);
-    frontend_ = std::make_unique<S3Frontend>(*volume_, *identities_, s3);
+    authorized_ = std::make_unique<access::AuthorizedVolume>(volume_.get(), identities_.get());
+    frontend_ = std::make_unique<S3Frontend>(*authorized_, s3);
     Spec pub = ParseSpec("SPUT /pub");
     FUZZ_CHECK(Send(pub) == 200, "creating bucket pub failed");
   }
@@ -535,6 +536,7 @@ class Harness {
   FakeClock clock_;
   std::unique_ptr<Volume> volume_;
   std::unique_ptr<auth::IdentityStore> identities_;
+  std::unique_ptr<access::AuthorizedVolume> authorized_;
   std::unique_ptr<S3Frontend> frontend_;
   std::string last_upload_ = "00000000000000000000000000000000";
   std::string last_version_ = "1.1";

@@ -322,7 +322,7 @@ using Handler = Result<Reply> (*)(Call&);
 enum class Access {
   kPublic,      // no token: only POST tokens, which checks a key itself
   kAnyUser,     // any valid token
-  kPermission,  // Authorize(principal, needed, resource), unless the caller is `owner`
+  kPermission,  // AuthorizedVolume::Check(needed, resource), unless the caller is `owner`
 };
 
 // What a request needs, decided before any handler runs.
@@ -748,8 +748,8 @@ Result<std::string> Authenticate(const net::HttpRequest& http, auth::IdentitySto
                                   "get a token with POST " + std::string(kApiPrefix) + "tokens");
 }
 
-Status CheckAccess(const Route& route, bool public_path, const std::string& principal,
-                   auth::IdentityStore& identities) {
+Status CheckAccess(const Route& route, bool public_path, const RequestContext& ctx,
+                   access::AuthorizedVolume& volume) {
   switch (route.access) {
     case Access::kPublic:
       // Routes and the public path must agree, or a handler could run without a token.
@@ -758,16 +758,16 @@ Status CheckAccess(const Route& route, bool public_path, const std::string& prin
       return public_path ? Internal("a user route on the public path") : OkStatus();
     case Access::kPermission:
       if (public_path) return Internal("a protected route on the public path");
-      if (!route.owner.empty() && route.owner == principal) return OkStatus();
-      return identities.Authorize(principal, route.needed, route.resource);
+      if (!route.owner.empty() && route.owner == ctx.principal) return OkStatus();
+      return volume.Check(ctx, route.needed, route.resource);
   }
   return Internal("unknown access kind");
 }
 
 }  // namespace
 
-RestFrontend::RestFrontend(Volume& volume, auth::IdentityStore& identities, Clock* clock)
-    : volume_(volume), identities_(identities), clock_(clock) {}
+RestFrontend::RestFrontend(access::AuthorizedVolume& volume, Clock* clock)
+    : volume_(volume), clock_(clock) {}
 
 void RestFrontend::HandleProtocolError(int status, std::string_view code, std::string_view message,
                                        net::ResponseWriter& response) {
@@ -790,7 +790,7 @@ void RestFrontend::Handle(const net::HttpRequest& http, net::BodyReader& body,
     ctx.protocol = "rest";
     ctx.principal.clear();
     if (!public_path) {
-      Result<std::string> user = Authenticate(http, identities_);
+      Result<std::string> user = Authenticate(http, volume_.identities());
       if (!user.ok()) return fail(user.status());
       ctx.principal = std::move(user).value();
     }
@@ -801,12 +801,13 @@ void RestFrontend::Handle(const net::HttpRequest& http, net::BodyReader& body,
       if (!read.ok()) return fail(read.status());
       request_body = std::move(read).value();
     }
-    Result<Route> route = RouteRequest(request, request_body, volume_, identities_, ctx);
+    Result<Route> route = RouteRequest(request, request_body, volume_, volume_.identities(), ctx);
     if (!route.ok()) return fail(route.status());
-    Status allowed = CheckAccess(*route, public_path, ctx.principal, identities_);
+    Status allowed = CheckAccess(*route, public_path, ctx, volume_);
     if (!allowed.ok()) return fail(allowed);
     // 4. The handler.
-    Call call{volume_, identities_, clock_, spokes_, cache_, request, request_body, *route, ctx};
+    Call call{volume_, volume_.identities(), clock_, spokes_, cache_,
+              request, request_body,         *route, ctx};
     Result<Reply> reply = route->run(call);
     if (!reply.ok()) return fail(reply.status());
     SendJson(response, reply->http_status, reply->body ? &*reply->body : nullptr);

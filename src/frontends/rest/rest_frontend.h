@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <string_view>
 
+#include "access/authorized_volume.h"
 #include "auth/identity_store.h"
 #include "base/clock.h"
 #include "net/http_server.h"
@@ -21,9 +22,9 @@ inline constexpr std::string_view kApiPrefix = "/_weft/api/v1/";
 
 class RestFrontend : public net::HttpHandler {
  public:
-  // Keeps references: `volume`, `identities` and `clock` must outlive the front end.
-  RestFrontend(Volume& volume, auth::IdentityStore& identities,
-               Clock* clock = SystemClock::Default());
+  // Keeps references: `volume` and `clock` must outlive the front end. Every namespace call
+  // and every authorisation decision goes through `volume`.
+  explicit RestFrontend(access::AuthorizedVolume& volume, Clock* clock = SystemClock::Default());
 
   // What `GET spokes` lists: the spokes attached to this server (set by the composition root
   // of a hub or a spoke; without it the endpoint answers NotFound).
@@ -47,8 +48,7 @@ class RestFrontend : public net::HttpHandler {
                            net::ResponseWriter& response) override;
 
  private:
-  Volume& volume_;
-  auth::IdentityStore& identities_;
+  access::AuthorizedVolume& volume_;
   Clock* clock_;
   SpokesProvider spokes_;
   CacheControl cache_;

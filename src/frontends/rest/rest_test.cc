@@ -8,6 +8,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "access/recording_volume.h"
 #include "chunk/mem_chunk_store.h"
 #include "frontends/rest/rest_frontend.h"
 #include "meta/kv_store.h"
@@ -42,7 +43,9 @@ class RestTest : public ::testing::Test {
     ASSERT_TRUE(identities.ok());
     identities_ = std::move(identities).value();
     ASSERT_TRUE(identities_->ImportKey("root", kRootKey, kRootSecret).ok());
-    frontend_ = std::make_unique<RestFrontend>(*volume_, *identities_, &clock_);
+    recording_ = std::make_unique<access::RecordingVolume>(volume_.get());
+    authorized_ = std::make_unique<access::AuthorizedVolume>(recording_.get(), identities_.get());
+    frontend_ = std::make_unique<RestFrontend>(*authorized_, &clock_);
     root_ = Token(kRootKey, kRootSecret);
     ASSERT_FALSE(root_.empty());
   }
@@ -104,6 +107,8 @@ class RestTest : public ::testing::Test {
   FakeClock clock_;
   std::unique_ptr<Volume> volume_;
   std::unique_ptr<auth::IdentityStore> identities_;
+  std::unique_ptr<access::RecordingVolume> recording_;
+  std::unique_ptr<access::AuthorizedVolume> authorized_;
   std::unique_ptr<RestFrontend> frontend_;
   std::string root_;
 };
@@ -252,11 +257,21 @@ TEST_F(RestTest, NonAdminIsDeniedAdminEndpointsButManagesItsOwnKeys) {
            {"GET", "usage", ""},
            {"POST", "snapshots", json{{"name", "s"}}.dump()},
            {"DELETE", "keys/NOSUCHKEY0000000000", ""},
+           {"GET", "namespace/stat?path=/", ""},
+           {"GET", "namespace/list?path=/", ""},
+           {"GET", "namespace/versions?path=/f", ""},
+           {"GET", "namespace/residency?path=/", ""},
+           {"PUT", "namespace/residency?path=/d", json{{"tags", {"eu"}}}.dump()},
+           {"GET", "snapshots", ""},
+           {"DELETE", "snapshots/nightly", ""},
        }) {
     Reply r = Send(c.method, c.target, bob, c.body);
     EXPECT_EQ(r.status, 403) << c.method << " " << c.target;
     EXPECT_EQ(r.Error(), "AccessDenied") << c.method << " " << c.target;
   }
+  // None of it reached the namespace beneath the AuthorizedVolume but a snapshot list, which
+  // shows bob nothing.
+  for (const std::string& call : recording_->calls()) EXPECT_EQ(call, "ListSnapshots");
 
   // Its own keys: create, list, delete; another user's key stays out of reach.
   Reply key = Send("POST", "users/bob/keys", bob);

@@ -52,8 +52,9 @@ struct ObjectRef {
 
 class S3Frontend::Call {
  public:
-  Call(S3Frontend& frontend, S3Request request, Identity identity, net::BodyReader& body,
-       net::ResponseWriter& response, std::string request_id);
+  // `ctx` names the caller and the resource its route was authorised on.
+  Call(S3Frontend& frontend, S3Request request, Identity identity, RequestContext ctx,
+       net::BodyReader& body, net::ResponseWriter& response, std::string request_id);
 
   // Buckets and service.
   void ListBuckets();

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "access/authorized_volume.h"
 #include "auth/identity_store.h"
 #include "auth/sigv2.h"
 #include "auth/sigv4.h"
@@ -26,7 +27,7 @@ namespace weft::s3 {
 // the bucket, so a spoke whose portal holds the bucket stages parts at the hub like any write,
 // under the same rules and residency. Keys under it are reserved: S3 neither lists nor
 // serves them. The directory exists only while uploads are in progress.
-inline constexpr std::string_view kUploadsDirName = ".weft-uploads";
+inline constexpr std::string_view kUploadsDirName = access::kStagingDirName;
 
 inline constexpr size_t kMaxKeyBytes = 1024;
 

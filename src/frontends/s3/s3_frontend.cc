@@ -30,6 +30,7 @@ constexpr std::array<std::string_view, 6> kStoredHeaders = {
 // What a request needs, decided before any handler runs.
 struct Route {
   void (*run)(S3Frontend::Call&) = nullptr;
+  std::string_view operation;  // as the S3 API reference names it
   uint8_t needed = 0;          // auth::Permission bits
   std::string resource;        // the path authorised
   bool authenticated = false;  // refuse anonymous callers outright (ListBuckets)
@@ -232,8 +233,8 @@ Result<int64_t> ParseIntParam(std::string_view name, std::string_view value, int
 
 // ---- Dispatch --------------------------------------------------------------------------------
 
-S3Frontend::S3Frontend(Volume& volume, auth::IdentityStore& identities, S3Options options)
-    : volume_(volume), identities_(identities), options_(std::move(options)) {}
+S3Frontend::S3Frontend(access::AuthorizedVolume& volume, S3Options options)
+    : volume_(volume), options_(std::move(options)) {}
 
 S3Frontend::~S3Frontend() = default;
 
@@ -329,6 +330,7 @@ Result<Route> RouteRequest(const S3Request& r, std::optional<CopySource>* copy_s
     if (m != "GET")
       return Status(StatusCode::kUnimplemented, Reason::kMethodNotAllowed, "use GET on /");
     route.run = [](C& c) { c.ListBuckets(); };
+    route.operation = "ListBuckets";
     route.resource = "/";
     route.authenticated = true;
     return route;
@@ -339,10 +341,12 @@ Result<Route> RouteRequest(const S3Request& r, std::optional<CopySource>* copy_s
     if (r.HasQuery("cors")) {
       if (m == "GET") {
         route.run = [](C& c) { c.GetBucketCors(); };
+        route.operation = "GetBucketCors";
         route.needed = auth::kList;
       } else if (m == "PUT" || m == "DELETE") {
         route.run =
             m == "PUT" ? [](C& c) { c.PutBucketCors(); } : [](C& c) { c.DeleteBucketCors(); };
+        route.operation = m == "PUT" ? "PutBucketCors" : "DeleteBucketCors";
         route.needed = auth::kAdmin;
       } else {
         return Status(StatusCode::kUnimplemented, Reason::kMethodNotAllowed,
@@ -353,10 +357,12 @@ Result<Route> RouteRequest(const S3Request& r, std::optional<CopySource>* copy_s
     if (r.HasQuery("tagging")) {
       if (m == "GET") {
         route.run = [](C& c) { c.GetBucketTagging(); };
+        route.operation = "GetBucketTagging";
         route.needed = auth::kList;
       } else if (m == "PUT" || m == "DELETE") {
         route.run =
             m == "PUT" ? [](C& c) { c.PutBucketTagging(); } : [](C& c) { c.DeleteBucketTagging(); };
+        route.operation = m == "PUT" ? "PutBucketTagging" : "DeleteBucketTagging";
         route.needed = auth::kAdmin;
       } else {
         return Status(StatusCode::kUnimplemented, Reason::kMethodNotAllowed,
@@ -366,39 +372,49 @@ Result<Route> RouteRequest(const S3Request& r, std::optional<CopySource>* copy_s
     }
     if (m == "PUT" && r.HasQuery("versioning")) {
       route.run = [](C& c) { c.PutBucketVersioning(); };
+      route.operation = "PutBucketVersioning";
       route.needed = auth::kAdmin;
     } else if (m == "PUT") {
       route.run = [](C& c) { c.CreateBucket(); };
+      route.operation = "CreateBucket";
       route.needed = auth::kWrite;
       route.bucket_must_exist = false;
     } else if (m == "GET" && r.HasQuery("versioning")) {
       route.run = [](C& c) { c.GetBucketVersioning(); };
+      route.operation = "GetBucketVersioning";
       route.needed = auth::kList;
     } else if (m == "GET" && r.HasQuery("location")) {
       route.run = [](C& c) { c.GetBucketLocation(); };
+      route.operation = "GetBucketLocation";
       route.needed = auth::kList;
     } else if (m == "GET" && r.HasQuery("uploads")) {
       route.run = [](C& c) { c.ListMultipartUploads(); };
+      route.operation = "ListMultipartUploads";
       route.needed = auth::kList;
       route.resource += r.Query("prefix").value_or("");
     } else if (m == "GET" && r.HasQuery("versions")) {
       route.run = [](C& c) { c.ListObjectVersions(); };
+      route.operation = "ListObjectVersions";
       route.needed = auth::kList | auth::kRead;
       route.resource += r.Query("prefix").value_or("");
     } else if (m == "GET") {
       bool v2 = r.Query("list-type") == "2";
       route.run = v2 ? [](C& c) { c.ListObjects(true); } : [](C& c) { c.ListObjects(false); };
+      route.operation = v2 ? "ListObjectsV2" : "ListObjects";
       route.needed = auth::kList;
       route.resource += r.Query("prefix").value_or("");
     } else if (m == "HEAD") {
       route.run = [](C& c) { c.HeadBucket(); };
+      route.operation = "HeadBucket";
       route.needed = auth::kList;
     } else if (m == "DELETE") {
       route.run = [](C& c) { c.DeleteBucket(); };
+      route.operation = "DeleteBucket";
       route.needed = auth::kWrite;
     } else if (m == "POST" && r.HasQuery("delete")) {
       // Each key is authorised on its own inside the handler; the bucket needs no more.
       route.run = [](C& c) { c.DeleteObjects(); };
+      route.operation = "DeleteObjects";
       route.needed = 0;
     } else {
       return Status(StatusCode::kUnimplemented, Reason::kMethodNotAllowed, m + " on a bucket");
@@ -412,16 +428,19 @@ Result<Route> RouteRequest(const S3Request& r, std::optional<CopySource>* copy_s
   bool upload = r.HasQuery("uploadId");
   if (m == "GET" && r.HasQuery("attributes")) {
     route.run = [](C& c) { c.GetObjectAttributes(); };
+    route.operation = "GetObjectAttributes";
     route.needed = auth::kRead;
     return route;
   }
   if (r.HasQuery("tagging")) {
     if (m == "GET") {
       route.run = [](C& c) { c.GetObjectTagging(); };
+      route.operation = "GetObjectTagging";
       route.needed = auth::kRead;
     } else if (m == "PUT" || m == "DELETE") {
       route.run =
           m == "PUT" ? [](C& c) { c.PutObjectTagging(); } : [](C& c) { c.DeleteObjectTagging(); };
+      route.operation = m == "PUT" ? "PutObjectTagging" : "DeleteObjectTagging";
       route.needed = auth::kWrite;
     } else {
       return Status(StatusCode::kUnimplemented, Reason::kMethodNotAllowed,
@@ -430,31 +449,38 @@ Result<Route> RouteRequest(const S3Request& r, std::optional<CopySource>* copy_s
     *copy_source = std::nullopt;
     return route;
   }
-  if (m == "PUT" && upload && r.HasQuery("partNumber")) {
-    route.run = nullptr;  // UploadPart / UploadPartCopy: dispatched with the copy source
-    route.needed = auth::kWrite;
-  } else if (m == "PUT") {
+  if (m == "PUT") {
+    // Dispatched with the copy source (run stays null).
+    route.operation = r.HasQuery("partNumber") ? (*copy_source ? "UploadPartCopy" : "UploadPart")
+                                               : (*copy_source ? "CopyObject" : "PutObject");
     route.needed = auth::kWrite;
   } else if (m == "GET" && upload) {
     route.run = [](C& c) { c.ListParts(); };
+    route.operation = "ListParts";
     route.needed = auth::kWrite;
   } else if (m == "GET") {
     route.run = [](C& c) { c.GetObject(false); };
+    route.operation = "GetObject";
     route.needed = auth::kRead;
   } else if (m == "HEAD") {
     route.run = [](C& c) { c.GetObject(true); };
+    route.operation = "HeadObject";
     route.needed = auth::kRead;
   } else if (m == "DELETE" && upload) {
     route.run = [](C& c) { c.AbortMultipartUpload(); };
+    route.operation = "AbortMultipartUpload";
     route.needed = auth::kWrite;
   } else if (m == "DELETE") {
     route.run = [](C& c) { c.DeleteObject(); };
+    route.operation = "DeleteObject";
     route.needed = auth::kWrite;
   } else if (m == "POST" && r.HasQuery("uploads")) {
     route.run = [](C& c) { c.CreateMultipartUpload(); };
+    route.operation = "CreateMultipartUpload";
     route.needed = auth::kWrite;
   } else if (m == "POST" && upload) {
     route.run = [](C& c) { c.CompleteMultipartUpload(); };
+    route.operation = "CompleteMultipartUpload";
     route.needed = auth::kWrite;
   } else {
     return Status(StatusCode::kUnimplemented, Reason::kMethodNotAllowed, m + " on an object");
@@ -462,17 +488,60 @@ Result<Route> RouteRequest(const S3Request& r, std::optional<CopySource>* copy_s
   return route;
 }
 
+constexpr std::string_view kOperations[] = {"AbortMultipartUpload",
+                                            "CompleteMultipartUpload",
+                                            "CopyObject",
+                                            "CreateBucket",
+                                            "CreateMultipartUpload",
+                                            "DeleteBucket",
+                                            "DeleteBucketCors",
+                                            "DeleteBucketTagging",
+                                            "DeleteObject",
+                                            "DeleteObjectTagging",
+                                            "DeleteObjects",
+                                            "GetBucketCors",
+                                            "GetBucketLocation",
+                                            "GetBucketTagging",
+                                            "GetBucketVersioning",
+                                            "GetObject",
+                                            "GetObjectAttributes",
+                                            "GetObjectTagging",
+                                            "HeadBucket",
+                                            "HeadObject",
+                                            "ListBuckets",
+                                            "ListMultipartUploads",
+                                            "ListObjectVersions",
+                                            "ListObjects",
+                                            "ListObjectsV2",
+                                            "ListParts",
+                                            "PutBucketCors",
+                                            "PutBucketTagging",
+                                            "PutBucketVersioning",
+                                            "PutObject",
+                                            "PutObjectTagging",
+                                            "UploadPart",
+                                            "UploadPartCopy"};
+
 }  // namespace
 
-Result<FileInfo> S3Frontend::StatBucketUnauthenticated(const std::string& bucket) {
-  RequestContext ctx;
-  ctx.principal = std::string(auth::kAnonymous);
-  ctx.protocol = "s3";
-  return volume_.Stat(ctx, "/" + bucket);
+std::span<const std::string_view> S3Operations() {
+  return kOperations;
+}
+
+Result<std::string_view> S3OperationOf(const net::HttpRequest& http) {
+  WEFT_ASSIGN_OR_RETURN(S3Request request, ParseS3Request(http));
+  std::optional<CopySource> copy_source;
+  WEFT_ASSIGN_OR_RETURN(Route route, RouteRequest(request, &copy_source));
+  return route.operation;
+}
+
+Result<FileInfo> S3Frontend::StatBucketUnauthenticated(const std::string& bucket,
+                                                       std::string_view purpose) {
+  return volume_.StatForProtocol("/" + bucket, purpose);
 }
 
 std::optional<CorsRules> S3Frontend::BucketCors(const std::string& bucket) {
-  auto info = StatBucketUnauthenticated(bucket);
+  auto info = StatBucketUnauthenticated(bucket, "s3: the bucket's CORS rules");
   if (!info.ok()) return std::nullopt;
   auto it = info->attributes.find(std::string(kAttrCors));
   if (it == info->attributes.end()) return std::nullopt;
@@ -508,7 +577,7 @@ void S3Frontend::Preflight(const S3Request& request, net::ResponseWriter& respon
 }
 
 bool S3Frontend::BucketExists(const std::string& bucket) {
-  auto info = StatBucketUnauthenticated(bucket);
+  auto info = StatBucketUnauthenticated(bucket, "s3: NoSuchBucket rather than AccessDenied");
   return info.ok() ? info->type == FileType::kDirectory
                    : info.status().code() != StatusCode::kNotFound;
 }
@@ -594,7 +663,8 @@ void S3Frontend::Serve(const net::HttpRequest& http, net::BodyReader& body,
   if (request.method == "OPTIONS") return Preflight(request, response, request_id);
   // 2. Authenticate: one decision for every handler.
   int64_t now_seconds = options_.clock->NowNanos() / 1'000'000'000;
-  auto identity = Authenticate(request, identities_, options_.region, now_seconds, options_.sigv2);
+  auto identity =
+      Authenticate(request, volume_.identities(), options_.region, now_seconds, options_.sigv2);
   if (!identity.ok()) return fail(identity.status(), request.path);
   // 3. Route and authorise the resolved resource (and a copy source) before any handler runs.
   std::optional<CopySource> copy_source;
@@ -606,8 +676,11 @@ void S3Frontend::Serve(const net::HttpRequest& http, net::BodyReader& body,
     return fail(PermissionDenied(Reason::kAccessDenied, "anonymous users cannot list buckets"),
                 "/");
   }
+  RequestContext ctx;
+  ctx.principal = principal;
+  ctx.protocol = "s3";
   if (route->needed != 0) {
-    Status allowed = identities_.Authorize(principal, route->needed, route->resource);
+    Status allowed = volume_.Check(ctx, route->needed, route->resource);
     if (!allowed.ok()) {
       if (route->bucket_must_exist && !BucketExists(request.bucket)) {
         return fail(NotFound(Reason::kNoSuchBucket, "The specified bucket does not exist"),
@@ -617,7 +690,7 @@ void S3Frontend::Serve(const net::HttpRequest& http, net::BodyReader& body,
     }
   }
   if (copy_source) {
-    Status allowed = identities_.Authorize(principal, auth::kRead, copy_source->VolumePath());
+    Status allowed = volume_.Check(ctx, auth::kRead, copy_source->VolumePath());
     if (!allowed.ok()) return fail(allowed, request.path);
   }
   // 4. The handler; a cross-origin request allowed by the bucket's rules gets their headers.
@@ -629,7 +702,9 @@ void S3Frontend::Serve(const net::HttpRequest& http, net::BodyReader& body,
       }
     }
   }
-  Call call(*this, std::move(request), std::move(identity).value(), body,
+  // A multipart upload's staging area is judged by the object (or listed prefix) it is for.
+  ctx.staging_for = route->resource;
+  Call call(*this, std::move(request), std::move(identity).value(), std::move(ctx), body,
             cors ? static_cast<net::ResponseWriter&>(*cors) : response, request_id);
   if (route->run != nullptr) {
     route->run(call);
@@ -645,16 +720,15 @@ void S3Frontend::Serve(const net::HttpRequest& http, net::BodyReader& body,
 // ---- Call basics -----------------------------------------------------------------------------
 
 S3Frontend::Call::Call(S3Frontend& frontend, S3Request request, Identity identity,
-                       net::BodyReader& body, net::ResponseWriter& response, std::string request_id)
+                       RequestContext ctx, net::BodyReader& body, net::ResponseWriter& response,
+                       std::string request_id)
     : frontend_(frontend),
       request_(std::move(request)),
       identity_(std::move(identity)),
+      ctx_(std::move(ctx)),
       body_(body),
       response_(response),
-      request_id_(std::move(request_id)) {
-  ctx_.principal = identity_.principal;
-  ctx_.protocol = "s3";
-}
+      request_id_(std::move(request_id)) {}
 
 void S3Frontend::Call::SendError(const S3Error& error, std::vector<net::HttpHeader> headers) {
   SendS3Error(response_, request_.method == "HEAD", error, request_.path, request_id_,
@@ -972,6 +1046,8 @@ void S3Frontend::Call::ListBuckets() {
   std::optional<std::string> next_token;
   for (bool more = true; more && !next_token;) {
     auto page = volume().ReadDir(ctx_, "/", opts);
+    // A caller with no rule at all may see no bucket: an empty list, as S3 answers.
+    if (page.status().code() == StatusCode::kPermissionDenied) break;
     if (!page.ok()) return SendStatus(page.status());
     more = page->truncated;
     for (const DirEntry& e : page->entries) {
@@ -982,9 +1058,7 @@ void S3Frontend::Call::ListBuckets() {
       }
       if (e.type != FileType::kDirectory || !ValidateBucketName(e.name).ok()) continue;
       // Show only buckets the caller may list.
-      if (!frontend_.identities_.Authorize(ctx_.principal, auth::kList, "/" + e.name + "/").ok()) {
-        continue;
-      }
+      if (!frontend_.volume_.Allows(ctx_, auth::kList, "/" + e.name + "/")) continue;
       if (max_buckets && count == *max_buckets) {
         next_token = Base64Encode(last_listed, /*url=*/true);
         break;
@@ -1031,10 +1105,8 @@ void S3Frontend::Call::CreateBucket() {
                                "Your previous request to create the named bucket succeeded "
                                "and you already own it."));
   }
-  SetAttrRequest owned;
-  owned.attributes = made->attributes;
-  (*owned.attributes)[std::string(kAttrOwner)] = ctx_.principal;
-  auto set = volume().SetAttr(ctx_, path, owned);
+  // Whoever may create a bucket owns it, without admin on it.
+  auto set = frontend_.volume_.ClaimDirectory(ctx_, path, std::string(kAttrOwner));
   if (!set.ok()) return SendStatus(set.status());
   SendEmpty(200, {{"Location", path}});
 }
@@ -1449,7 +1521,7 @@ void S3Frontend::Call::DeleteObjects() {
     std::string path = "/" + request_.bucket + "/" + key;
     Status done = ValidateClientKey(key);
     if (done.ok() && key.empty()) done = InvalidArgument(Reason::kInvalidArgument, "empty key");
-    if (done.ok()) done = frontend_.identities_.Authorize(ctx_.principal, auth::kWrite, path);
+    if (done.ok()) done = frontend_.volume_.Check(ctx_, auth::kWrite, path);
     Deleted deleted;
     if (done.ok()) {
       auto one = DeleteKey(*bucket, key, version);

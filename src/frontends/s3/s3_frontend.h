@@ -7,8 +7,10 @@
 
 #include <atomic>
 #include <memory>
+#include <span>
 #include <string>
 
+#include "access/authorized_volume.h"
 #include "auth/identity_store.h"
 #include "base/clock.h"
 #include "frontends/s3/cors.h"
@@ -29,9 +31,15 @@ struct S3Options {
   Clock* clock = SystemClock::Default();
 };
 
+// Every operation the front end serves, as the S3 API reference names them.
+std::span<const std::string_view> S3Operations();
+// The operation a request routes to (before authentication); an error for one none serves.
+Result<std::string_view> S3OperationOf(const net::HttpRequest& http);
+
 class S3Frontend : public net::HttpHandler {
  public:
-  S3Frontend(Volume& volume, auth::IdentityStore& identities, S3Options options = {});
+  // Every namespace call and every authorisation decision goes through `volume`.
+  explicit S3Frontend(access::AuthorizedVolume& volume, S3Options options = {});
   ~S3Frontend() override;
 
   void Handle(const net::HttpRequest& request, net::BodyReader& body,
@@ -48,7 +56,7 @@ class S3Frontend : public net::HttpHandler {
              const std::string& request_id, std::string* principal);
   // The bucket directory, looked up before any caller is authorised (a preflight has no
   // credentials; a refusal must say whether the bucket exists).
-  Result<FileInfo> StatBucketUnauthenticated(const std::string& bucket);
+  Result<FileInfo> StatBucketUnauthenticated(const std::string& bucket, std::string_view purpose);
   // The bucket's CORS rules, if it has any (read without credentials: a preflight has none).
   std::optional<CorsRules> BucketCors(const std::string& bucket);
   // Answers a CORS preflight (OPTIONS) from the bucket's rules: 200 with the Access-Control-*
@@ -59,8 +67,7 @@ class S3Frontend : public net::HttpHandler {
   // turns AccessDenied into NoSuchBucket).
   bool BucketExists(const std::string& bucket);
 
-  Volume& volume_;
-  auth::IdentityStore& identities_;
+  access::AuthorizedVolume& volume_;
   S3Options options_;
   std::atomic<uint64_t> next_request_ = 1;
 };

@@ -6,12 +6,15 @@
 
 #include <functional>
 #include <map>
+#include <set>
 
+#include "access/recording_volume.h"
 #include "auth/identity_store.h"
 #include "auth/sigv4.h"
 #include "base/ascii.h"
 #include "base/bytes.h"
 #include "base/clock.h"
+#include "base/hash.h"
 #include "chunk/chunk_id.h"
 #include "chunk/mem_chunk_store.h"
 #include "frontends/s3/listing.h"
@@ -52,7 +55,9 @@ class S3Test : public ::testing::Test {
     ASSERT_TRUE(identities_->ImportKey("root", "ROOTACCESSKEY0000000", "rootsecret").ok());
     S3Options options;
     options.clock = &clock_;
-    frontend_ = std::make_unique<S3Frontend>(*volume_, *identities_, options);
+    recording_ = std::make_unique<access::RecordingVolume>(volume_.get());
+    authorized_ = std::make_unique<access::AuthorizedVolume>(recording_.get(), identities_.get());
+    frontend_ = std::make_unique<S3Frontend>(*authorized_, options);
   }
 
   // Sends a request signed by `access`/`secret` (or anonymous when access is empty).
@@ -123,6 +128,8 @@ class S3Test : public ::testing::Test {
   std::shared_ptr<ChunkStore> chunks_;
   std::unique_ptr<Volume> volume_;
   std::unique_ptr<auth::IdentityStore> identities_;
+  std::unique_ptr<access::RecordingVolume> recording_;
+  std::unique_ptr<access::AuthorizedVolume> authorized_;
   std::unique_ptr<S3Frontend> frontend_;
 };
 
@@ -305,6 +312,110 @@ TEST_F(S3Test, AuthenticationAndAuthorisation) {
                     key->access_key_id, key->secret_key);
   EXPECT_TRUE(copy.HasCode("AccessDenied"));
   EXPECT_EQ(Send("GET", "/data/alice/copy").status, 404);
+}
+
+// Every operation the front end serves, sent by a signed-in user without a single rule: each is
+// refused (ListBuckets lists nothing), and no call of theirs
+// reaches the volume beneath the AuthorizedVolume. The samples must cover S3Operations(), so a
+// new operation cannot be added without being sent here.
+TEST_F(S3Test, EveryOperationIsRefusedToAUserWithoutRules) {
+  ASSERT_EQ(Send("PUT", "/bkt").status, 200);
+  ASSERT_EQ(Send("PUT", "/bkt/k", "bytes").status, 200);
+  Reply created = Send("POST", "/bkt/up?uploads");
+  ASSERT_EQ(created.status, 200);
+  const size_t at = created.body.find("<UploadId>") + 10;
+  const std::string upload = created.body.substr(at, created.body.find("</UploadId>") - at);
+  ASSERT_TRUE(identities_->CreateUser("nobody", {}).ok());
+  auto key = identities_->CreateKey("nobody");
+  ASSERT_TRUE(key.ok());
+  const std::string deletes =
+      "<Delete><Object><Key>k</Key></Object><Object><Key>z</Key></Object></Delete>";
+  const std::string complete =
+      "<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>\"x\"</ETag></Part>"
+      "</CompleteMultipartUpload>";
+  const std::string cors =
+      "<CORSConfiguration><CORSRule><AllowedOrigin>*</AllowedOrigin>"
+      "<AllowedMethod>GET</AllowedMethod></CORSRule></CORSConfiguration>";
+  const std::string tags =
+      "<Tagging><TagSet><Tag><Key>a</Key><Value>b</Value></Tag></TagSet>"
+      "</Tagging>";
+  auto content_md5 = [](std::string_view body) {
+    return Base64Encode(*FromHex(Md5Hex(AsBytes(body))));
+  };
+  struct Sample {
+    std::string method, target, body;
+    std::vector<net::HttpHeader> headers;
+  };
+  const std::string md5 = content_md5(deletes);
+  const std::vector<Sample> samples = {
+      {"GET", "/", "", {}},
+      {"PUT", "/nbkt", "", {}},
+      {"HEAD", "/bkt", "", {}},
+      {"DELETE", "/bkt", "", {}},
+      {"GET", "/bkt?list-type=2", "", {}},
+      {"GET", "/bkt", "", {}},
+      {"GET", "/bkt?versions", "", {}},
+      {"GET", "/bkt?uploads", "", {}},
+      {"GET", "/bkt?location", "", {}},
+      {"GET", "/bkt?versioning", "", {}},
+      {"PUT",
+       "/bkt?versioning",
+       "<VersioningConfiguration><Status>Enabled</Status></VersioningConfiguration>",
+       {}},
+      {"GET", "/bkt?cors", "", {}},
+      {"PUT", "/bkt?cors", cors, {{"Content-MD5", content_md5(cors)}}},
+      {"DELETE", "/bkt?cors", "", {}},
+      {"GET", "/bkt?tagging", "", {}},
+      {"PUT", "/bkt?tagging", tags, {}},
+      {"DELETE", "/bkt?tagging", "", {}},
+      {"POST", "/bkt?delete", deletes, {{"Content-MD5", md5}}},
+      {"GET", "/bkt/k", "", {}},
+      {"HEAD", "/bkt/k", "", {}},
+      {"PUT", "/bkt/k2", "new bytes", {}},
+      {"PUT", "/bkt/k3", "", {{"x-amz-copy-source", "/bkt/k"}}},
+      {"DELETE", "/bkt/k", "", {}},
+      {"GET", "/bkt/k?attributes", "", {{"x-amz-object-attributes", "ETag"}}},
+      {"GET", "/bkt/k?tagging", "", {}},
+      {"PUT", "/bkt/k?tagging", tags, {}},
+      {"DELETE", "/bkt/k?tagging", "", {}},
+      {"POST", "/bkt/k4?uploads", "", {}},
+      {"PUT", "/bkt/up?partNumber=1&uploadId=" + upload, "part", {}},
+      {"PUT", "/bkt/up?partNumber=2&uploadId=" + upload, "", {{"x-amz-copy-source", "/bkt/k"}}},
+      {"GET", "/bkt/up?uploadId=" + upload, "", {}},
+      {"POST", "/bkt/up?uploadId=" + upload, complete, {}},
+      {"DELETE", "/bkt/up?uploadId=" + upload, "", {}},
+  };
+  std::set<std::string_view> covered;
+  for (const Sample& sample : samples) {
+    net::HttpRequest http;
+    http.method = sample.method;
+    http.target = sample.target;
+    const size_t q = sample.target.find('?');
+    http.path = sample.target.substr(0, q);
+    http.query = q == std::string::npos ? "" : sample.target.substr(q + 1);
+    http.headers = sample.headers;
+    auto operation = S3OperationOf(http);
+    ASSERT_TRUE(operation.ok()) << sample.method << " " << sample.target;
+    covered.insert(*operation);
+    Reply reply = Send(sample.method, sample.target, sample.body, sample.headers,
+                       key->access_key_id, key->secret_key);
+    if (*operation == "ListBuckets") {
+      EXPECT_EQ(reply.status, 200);
+      EXPECT_EQ(reply.body.find("<Bucket>"), std::string::npos) << reply.body;
+    } else if (sample.method == "HEAD") {
+      EXPECT_EQ(reply.status, 403) << *operation;
+    } else {
+      EXPECT_TRUE(reply.HasCode("AccessDenied")) << *operation << ": " << reply.body;
+    }
+  }
+  std::set<std::string_view> all(S3Operations().begin(), S3Operations().end());
+  EXPECT_EQ(covered, all);
+  EXPECT_TRUE(recording_->calls().empty()) << *recording_->callers().begin();
+  // As it was: the object, the upload, nothing else.
+  EXPECT_EQ(Send("GET", "/bkt/k").body, "bytes");
+  EXPECT_EQ(Send("GET", "/bkt/up?uploadId=" + upload).status, 200);
+  EXPECT_EQ(Send("HEAD", "/nbkt").status, 404);
+  EXPECT_EQ(Send("HEAD", "/bkt/k2").status, 404);
 }
 
 TEST_F(S3Test, ListObjectsV2PaginatesWithDelimiter) {
@@ -534,7 +645,7 @@ TEST_F(S3Test, SignatureVersion2IsCheckedOrRefusedWhenOff) {
   S3Options off;
   off.clock = &clock_;
   off.sigv2 = false;
-  frontend_ = std::make_unique<S3Frontend>(*volume_, *identities_, off);
+  frontend_ = std::make_unique<S3Frontend>(*authorized_, off);
   header = Send("GET", "/sigv2", "", {{"Authorization", "AWS ROOTACCESSKEY0000000:abc="}},
                 /*access=*/"");
   EXPECT_TRUE(header.HasCode("InvalidRequest")) << header.body;

@@ -41,13 +41,22 @@ AuthorizedVolume::AuthorizedVolume(Volume* inner, auth::IdentityStore* identitie
 
 // ---- Decisions -------------------------------------------------------------------------------
 
-Result<std::string> AuthorizedVolume::RulePath(const std::string& path) {
+Result<std::vector<SnapshotInfo>> AuthorizedVolume::Snapshots(const RequestContext& ctx) {
+  RequestContext system;
+  if (ctx.memo == nullptr) return inner_->ListSnapshots(system);
+  std::lock_guard lock(ctx.memo->mu);
+  if (!ctx.memo->snapshots) {
+    WEFT_ASSIGN_OR_RETURN(ctx.memo->snapshots, inner_->ListSnapshots(system));
+  }
+  return *ctx.memo->snapshots;
+}
+
+Result<std::string> AuthorizedVolume::RulePath(const RequestContext& ctx, const std::string& path) {
   WEFT_ASSIGN_OR_RETURN(std::vector<std::string> parts, SplitPath(path));
   std::string normal = JoinPath(parts);
   if (parts.size() < 3 || parts[0] != ".weft" || parts[1] != "snapshots") return normal;
   // Rules are written for live paths: a snapshot path is judged by the live path it shows.
-  RequestContext system;
-  WEFT_ASSIGN_OR_RETURN(auto snapshots, inner_->ListSnapshots(system));
+  WEFT_ASSIGN_OR_RETURN(auto snapshots, Snapshots(ctx));
   for (const SnapshotInfo& snap : snapshots) {
     if (snap.name != parts[2]) continue;
     std::string live = snap.path;
@@ -73,20 +82,33 @@ Status AuthorizedVolume::CheckResidency(const RequestContext& ctx, const std::st
   // directories it covers, but a restriction set on an ancestor above it lives only in the
   // live tree.
   std::vector<std::pair<std::string, ReadOptions>> views = {{path, opts}};
-  WEFT_ASSIGN_OR_RETURN(std::string live, RulePath(path));
+  WEFT_ASSIGN_OR_RETURN(std::string live, RulePath(ctx, path));
   if (live != path || opts.snapshot) views.push_back({live, ReadOptions{}});
   RequestContext system;
   for (const auto& [view, view_opts] : views) {
     WEFT_ASSIGN_OR_RETURN(std::vector<std::string> parts, SplitPath(view));
     std::string prefix = "/";
     for (size_t i = 0;; ++i) {
-      Result<FileInfo> info = inner_->Stat(system, prefix, view_opts);
-      if (!info.ok() || info->type != FileType::kDirectory) break;
-      auto it = info->attributes.find(kResidencyAttribute);
-      if (it != info->attributes.end() && !SiteMayHold(*ctx.site_tags, SplitSiteTags(it->second))) {
-        return PermissionDenied(Reason::kAccessDenied, prefix + " is resident to sites tagged '" +
-                                                           it->second + "'; site '" + ctx.site +
-                                                           "' is not");
+      const std::pair<std::optional<std::string>, std::string> memo_key{view_opts.snapshot, prefix};
+      bool known_ok = false;
+      if (ctx.memo != nullptr) {
+        std::lock_guard lock(ctx.memo->mu);
+        known_ok = ctx.memo->resident_ok.contains(memo_key);
+      }
+      if (!known_ok) {
+        Result<FileInfo> info = inner_->Stat(system, prefix, view_opts);
+        if (!info.ok() || info->type != FileType::kDirectory) break;
+        auto it = info->attributes.find(kResidencyAttribute);
+        if (it != info->attributes.end() &&
+            !SiteMayHold(*ctx.site_tags, SplitSiteTags(it->second))) {
+          return PermissionDenied(Reason::kAccessDenied, prefix + " is resident to sites tagged '" +
+                                                             it->second + "'; site '" + ctx.site +
+                                                             "' is not");
+        }
+        if (ctx.memo != nullptr) {
+          std::lock_guard lock(ctx.memo->mu);
+          ctx.memo->resident_ok.insert(memo_key);
+        }
       }
       if (i == parts.size()) break;
       prefix = ChildPath(prefix, parts[i]);
@@ -111,7 +133,7 @@ std::optional<Status> AuthorizedVolume::StagingDecision(const RequestContext& ct
 Status AuthorizedVolume::Require(const RequestContext& ctx, uint8_t needed, const std::string& path,
                                  bool node, const ReadOptions& opts) {
   if (auto staged = StagingDecision(ctx, path, (needed & ~(kRead | kList)) != 0)) return *staged;
-  WEFT_ASSIGN_OR_RETURN(std::string rule_path, RulePath(path));
+  WEFT_ASSIGN_OR_RETURN(std::string rule_path, RulePath(ctx, path));
   Status allowed = identities_->Authorize(ctx.principal, needed, rule_path);
   if (!allowed.ok() && node && rule_path != "/") {
     allowed = identities_->Authorize(ctx.principal, needed, DirForm(rule_path));
@@ -152,7 +174,7 @@ Result<FileInfo> AuthorizedVolume::ClaimDirectory(const RequestContext& ctx,
     return InvalidArgument("a directory is claimed under a protocol's own attribute, not '" +
                            attribute.substr(0, 64) + "'");
   }
-  WEFT_ASSIGN_OR_RETURN(std::string rule_path, RulePath(path));
+  WEFT_ASSIGN_OR_RETURN(std::string rule_path, RulePath(ctx, path));
   WEFT_RETURN_IF_ERROR(Check(ctx, kWrite, DirForm(rule_path)));
   RequestContext system;
   WEFT_ASSIGN_OR_RETURN(FileInfo dir, inner_->Stat(system, path));
@@ -174,7 +196,7 @@ Result<FileInfo> AuthorizedVolume::Stat(const RequestContext& ctx, const std::st
     WEFT_RETURN_IF_ERROR(*staged);
     return inner_->Stat(ctx, path, opts);
   }
-  WEFT_ASSIGN_OR_RETURN(std::string rule_path, RulePath(path));
+  WEFT_ASSIGN_OR_RETURN(std::string rule_path, RulePath(ctx, path));
   if (!MaySee(ctx, rule_path)) return Denied(ctx, "see", path);
   WEFT_RETURN_IF_ERROR(CheckResidency(ctx, path, opts));
   return inner_->Stat(ctx, path, opts);
@@ -186,7 +208,7 @@ Result<ReadDirPage> AuthorizedVolume::ReadDir(const RequestContext& ctx, const s
     WEFT_RETURN_IF_ERROR(*staged);
     return inner_->ReadDir(ctx, path, opts);
   }
-  WEFT_ASSIGN_OR_RETURN(std::string rule_path, RulePath(path));
+  WEFT_ASSIGN_OR_RETURN(std::string rule_path, RulePath(ctx, path));
   WEFT_RETURN_IF_ERROR(CheckResidency(ctx, path, ReadOptions{opts.snapshot}));
   if ((identities_->Granted(ctx.principal, DirForm(rule_path)) & kList) != 0) {
     return inner_->ReadDir(ctx, path, opts);
@@ -268,7 +290,7 @@ Result<FileInfo> AuthorizedVolume::Mkdir(const RequestContext& ctx, const std::s
     WEFT_RETURN_IF_ERROR(*staged);
     return inner_->Mkdir(ctx, path, mode, parents);
   }
-  WEFT_ASSIGN_OR_RETURN(std::string rule_path, RulePath(path));
+  WEFT_ASSIGN_OR_RETURN(std::string rule_path, RulePath(ctx, path));
   WEFT_RETURN_IF_ERROR(Check(ctx, kWrite, DirForm(rule_path)));
   return inner_->Mkdir(ctx, path, mode, parents);
 }
@@ -309,7 +331,7 @@ Status AuthorizedVolume::Rmdir(const RequestContext& ctx, const std::string& pat
     WEFT_RETURN_IF_ERROR(*staged);
     return inner_->Rmdir(ctx, path);
   }
-  WEFT_ASSIGN_OR_RETURN(std::string rule_path, RulePath(path));
+  WEFT_ASSIGN_OR_RETURN(std::string rule_path, RulePath(ctx, path));
   WEFT_RETURN_IF_ERROR(Check(ctx, kWrite, DirForm(rule_path)));
   return inner_->Rmdir(ctx, path);
 }
@@ -330,7 +352,7 @@ Result<FileInfo> AuthorizedVolume::SetAttr(const RequestContext& ctx, const std:
   RequestContext system;
   Result<FileInfo> target = inner_->Stat(system, path);
   if (!target.ok() || target->type != FileType::kFile) {
-    WEFT_ASSIGN_OR_RETURN(std::string rule_path, RulePath(path));
+    WEFT_ASSIGN_OR_RETURN(std::string rule_path, RulePath(ctx, path));
     WEFT_RETURN_IF_ERROR(Check(ctx, kAdmin, DirForm(rule_path)));
     return inner_->SetAttr(ctx, path, req);
   }
@@ -360,8 +382,7 @@ Status AuthorizedVolume::DeleteSnapshot(const RequestContext& ctx, const std::st
   // Admin on the subtree the snapshot covers; on "/" for a name that is not one, so that the
   // answer tells nobody else which names exist.
   std::string subtree = "/";
-  RequestContext system;
-  WEFT_ASSIGN_OR_RETURN(std::vector<SnapshotInfo> all, inner_->ListSnapshots(system));
+  WEFT_ASSIGN_OR_RETURN(std::vector<SnapshotInfo> all, Snapshots(ctx));
   for (const SnapshotInfo& s : all) {
     if (s.name == name) subtree = s.path;
   }

@@ -31,13 +31,30 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "auth/identity_store.h"
 #include "vfs/volume.h"
+
+namespace weft::access {}  // namespace weft::access
+
+namespace weft {
+// What an AuthorizedVolume learned in one request (RequestContext::memo): the directories
+// found to let the request's site hold them, and the snapshots. A front end that serves one
+// request with many calls (a fabric directory answer opens every small file in it) gives the
+// request one, so each directory is walked once; within one request that view is current
+// enough (the fabric's leases order it against every change).
+struct AccessMemo {
+  std::mutex mu;
+  std::set<std::pair<std::optional<std::string>, std::string>> resident_ok;  // (snapshot, dir)
+  std::optional<std::vector<SnapshotInfo>> snapshots;
+};
+}  // namespace weft
 
 namespace weft::access {
 
@@ -125,7 +142,9 @@ class AuthorizedVolume final : public Volume {
 
  private:
   // The live path rules judge `path` by (a snapshot path maps to the path it shows).
-  Result<std::string> RulePath(const std::string& path);
+  Result<std::string> RulePath(const RequestContext& ctx, const std::string& path);
+  // The snapshots, from ctx.memo when the request has read them already.
+  Result<std::vector<SnapshotInfo>> Snapshots(const RequestContext& ctx);
   // ctx.principal may see that `path` exists (Stat's rule).
   bool MaySee(const RequestContext& ctx, const std::string& rule_path);
   // For a path in a staging area with ctx.staging_for set: the decision (write: a change);

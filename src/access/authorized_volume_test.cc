@@ -218,6 +218,27 @@ TEST_F(AuthorizedVolumeTest, AnotherSitesRequestMeetsResidency) {
   for (const Change& c : *changes) EXPECT_FALSE(c.path.starts_with("/b/x")) << c.path;
 }
 
+// A request's memo spares walking a directory twice, never a directory it has not cleared.
+TEST_F(AuthorizedVolumeTest, OneRequestsMemoKeepsResidencyExact) {
+  SetAttrRequest eu;
+  eu.attributes = Attributes{{kResidencyAttribute, "eu"}};
+  ASSERT_TRUE(engine_->SetAttr(root_, "/b/x", eu).ok());
+  Grant("ann", "/b/", "read,list");
+  RequestContext us = As("ann");
+  us.site_tags = std::vector<std::string>{"us"};
+  us.memo = std::make_shared<AccessMemo>();
+  EXPECT_TRUE(volume_->OpenReader(us, "/b/y/g").ok());
+  EXPECT_TRUE(volume_->OpenReader(us, "/b/top").ok());
+  EXPECT_TRUE(Denied(volume_->OpenReader(us, "/b/x/f").status()));
+  EXPECT_TRUE(Denied(volume_->Stat(us, "/b/x").status()));
+  ASSERT_TRUE(engine_->CreateSnapshot(root_, "snap", "/b").ok());
+  EXPECT_TRUE(volume_->OpenReader(us, "/.weft/snapshots/snap/y/g").ok());
+  EXPECT_TRUE(Denied(volume_->OpenReader(us, "/.weft/snapshots/snap/x/f").status()));
+  std::lock_guard lock(us.memo->mu);
+  EXPECT_TRUE(us.memo->resident_ok.contains({std::nullopt, "/b/y"}));
+  EXPECT_FALSE(us.memo->resident_ok.contains({std::nullopt, "/b/x"}));
+}
+
 TEST_F(AuthorizedVolumeTest, ChecksOfProtocolActionsUseTheSameRules) {
   Grant("ann", "/b/", "list");
   RequestContext ann = As("ann");

@@ -192,6 +192,9 @@ Status HubService::Dispatch(Call& call) {
                                  "get one with POST " + std::string(kFabricPrefix) + "token"));
   }
   call.ctx.protocol = "fabric";
+  // One request, many volume calls (a directory answer opens its small files): each directory
+  // is checked for this site once.
+  call.ctx.memo = std::make_shared<AccessMemo>();
   if (call.op == "spokes") return ListSpokes(call);
 
   // The body: JSON, or (commit, upload, missing) a length-prefixed JSON header and bytes.

@@ -26,6 +26,10 @@
 
 namespace weft {
 
+// What an authorising decorator learned while serving one request (opaque here): the many
+// calls of one request then check each directory once.
+struct AccessMemo;
+
 // Who is asking, through which protocol, from which site.
 struct RequestContext {
   std::string principal = "root";
@@ -39,6 +43,8 @@ struct RequestContext {
   // uploads) is judged by the path it is staged for, named here: its parts become that
   // object. Ignored for every other path.
   std::string staging_for = {};
+  // Set by a front end that makes many calls for one request (see AccessMemo); may be null.
+  std::shared_ptr<AccessMemo> memo = nullptr;
   uint32_t uid = 0;
   uint32_t gid = 0;
 };

@@ -337,10 +337,15 @@ Result<User> DecodeUser(std::string_view key, std::string_view value) {
   return user;
 }
 
+// Marks the optional expiry at the end of a key record.
+constexpr char kExpiresTag = 'E';
+
 struct KeyRecord {
   std::string user;
   int64_t created_ns = 0;
   std::string sealed_secret;
+  int64_t expires_ns = 0;  // 0: never
+  bool ExpiredAt(int64_t now_ns) const { return expires_ns != 0 && now_ns >= expires_ns; }
 };
 
 std::string EncodeKey(const KeyRecord& k) {
@@ -348,6 +353,11 @@ std::string EncodeKey(const KeyRecord& k) {
   PutLengthPrefixed(&out, k.user);
   PutSignedVarint64(&out, k.created_ns);
   PutLengthPrefixed(&out, k.sealed_secret);
+  // Only a rotated-out key carries its expiry, so other records stay as older builds wrote them.
+  if (k.expires_ns != 0) {
+    out.push_back(kExpiresTag);
+    PutSignedVarint64(&out, k.expires_ns);
+  }
   return out;
 }
 
@@ -356,10 +366,16 @@ Result<KeyRecord> DecodeKey(std::string_view key, std::string_view value) {
   ByteReader r(value);
   std::string_view user, sealed;
   if (!GetCodec(&r) || !r.GetLengthPrefixed(&user) || !r.GetSignedVarint64(&k.created_ns) ||
-      !r.GetLengthPrefixed(&sealed) || !r.empty() || !IsValidName(user) ||
+      !r.GetLengthPrefixed(&sealed) || !IsValidName(user) ||
       sealed.size() < kNonceBytes + kTagBytes) {
     return Malformed("access key", key);
   }
+  uint8_t tag = 0;
+  if (!r.empty() && (!r.GetByte(&tag) || tag != kExpiresTag ||
+                     !r.GetSignedVarint64(&k.expires_ns) || k.expires_ns <= k.created_ns)) {
+    return Malformed("access key", key);
+  }
+  if (!r.empty()) return Malformed("access key", key);
   k.user = std::string(user);
   k.sealed_secret = std::string(sealed);
   return k;
@@ -426,6 +442,7 @@ class KvIdentityStore final : public IdentityStore {
   Status DeleteUser(std::string_view name) override;
 
   Result<AccessKey> CreateKey(std::string_view user) override;
+  Result<AccessKey> RotateKey(std::string_view user, int64_t overlap_ns) override;
   Result<AccessKey> ImportKey(std::string_view user, std::string_view access_key_id,
                               std::string_view secret_key) override;
   Result<std::vector<AccessKey>> ListKeys(std::string_view user) override;
@@ -453,8 +470,11 @@ class KvIdentityStore final : public IdentityStore {
   Status CheckUserExists(std::string_view name) const;
   // Every access key record, in key-id order.
   Result<std::vector<std::pair<std::string, KeyRecord>>> ScanKeys();
+  // Writes the key (with whatever `batch` holds already) and clears the key cache.
   Result<AccessKey> PutKey(std::string_view user, std::string_view id, std::string_view secret,
-                           int64_t created_ns);
+                           int64_t created_ns, int64_t expires_ns, WriteBatch batch);
+  // A generated key for `user`, written with `batch`. Needs write_mu_.
+  Result<AccessKey> NewKey(std::string_view user, WriteBatch batch);
 
   const std::shared_ptr<KvStore> kv_;
   const std::string secret_key_;  // AES-256 key for secrets at rest, derived from the server key
@@ -630,12 +650,13 @@ Result<std::vector<std::pair<std::string, KeyRecord>>> KvIdentityStore::ScanKeys
 }
 
 Result<AccessKey> KvIdentityStore::PutKey(std::string_view user, std::string_view id,
-                                          std::string_view secret, int64_t created_ns) {
+                                          std::string_view secret, int64_t created_ns,
+                                          int64_t expires_ns, WriteBatch batch) {
   KeyRecord record;
   record.user = std::string(user);
   record.created_ns = created_ns;
+  record.expires_ns = expires_ns;
   WEFT_ASSIGN_OR_RETURN(record.sealed_secret, Seal(secret_key_, SecretAad(id, user), secret));
-  WriteBatch batch;
   batch.Put(AccessKeyKey(id), EncodeKey(record));
   WEFT_RETURN_IF_ERROR(kv_->Write(batch));
   {
@@ -643,12 +664,16 @@ Result<AccessKey> KvIdentityStore::PutKey(std::string_view user, std::string_vie
     keys_.clear();
     keys_generation_++;
   }
-  return AccessKey{std::string(id), std::string(secret), std::string(user), created_ns};
+  return AccessKey{std::string(id), std::string(secret), std::string(user), created_ns, expires_ns};
 }
 
 Result<AccessKey> KvIdentityStore::CreateKey(std::string_view user) {
   std::lock_guard write_lock(write_mu_);
   WEFT_RETURN_IF_ERROR(CheckUserExists(user));
+  return NewKey(user, WriteBatch());
+}
+
+Result<AccessKey> KvIdentityStore::NewKey(std::string_view user, WriteBatch batch) {
   std::string id;
   // 18 random characters from 36 make a collision practically impossible; check anyway.
   for (int attempt = 0;; ++attempt) {
@@ -659,7 +684,28 @@ Result<AccessKey> KvIdentityStore::CreateKey(std::string_view user) {
     if (!existing) break;
   }
   WEFT_ASSIGN_OR_RETURN(std::string secret, RandomString(kGeneratedSecretBytes, kSecretAlphabet));
-  return PutKey(user, id, secret, clock_->NowNanos());
+  return PutKey(user, id, secret, clock_->NowNanos(), 0, std::move(batch));
+}
+
+Result<AccessKey> KvIdentityStore::RotateKey(std::string_view user, int64_t overlap_ns) {
+  if (overlap_ns < 0) return InvalidArgument("a rotation's overlap cannot be negative");
+  std::lock_guard write_lock(write_mu_);
+  WEFT_RETURN_IF_ERROR(CheckUserExists(user));
+  const int64_t now = clock_->NowNanos();
+  const int64_t until = overlap_ns > INT64_MAX - now ? INT64_MAX : now + overlap_ns;
+  WEFT_ASSIGN_OR_RETURN(auto keys, ScanKeys());
+  // The old keys change in the batch that adds the new one: a crash leaves both or neither.
+  WriteBatch batch;
+  for (auto& [id, record] : keys) {
+    if (record.user != user) continue;
+    if (record.ExpiredAt(now) || overlap_ns == 0) {
+      batch.Delete(AccessKeyKey(id));
+    } else if (record.expires_ns == 0 || record.expires_ns > until) {
+      record.expires_ns = until;
+      batch.Put(AccessKeyKey(id), EncodeKey(record));
+    }
+  }
+  return NewKey(user, std::move(batch));
 }
 
 Result<AccessKey> KvIdentityStore::ImportKey(std::string_view user, std::string_view access_key_id,
@@ -671,22 +717,30 @@ Result<AccessKey> KvIdentityStore::ImportKey(std::string_view user, std::string_
   const std::string key = AccessKeyKey(access_key_id);
   WEFT_ASSIGN_OR_RETURN(std::optional<std::string> existing, kv_->Get(key));
   int64_t created_ns = clock_->NowNanos();
+  int64_t expires_ns = 0;
   if (existing) {
     WEFT_ASSIGN_OR_RETURN(KeyRecord record, DecodeKey(key, *existing));
     if (record.user != user) {
       return AlreadyExists("access key " + std::string(access_key_id) + " belongs to another user");
     }
+    if (record.ExpiredAt(created_ns)) {
+      return FailedPrecondition("access key " + std::string(access_key_id) +
+                                " was rotated out and has expired; use its successor");
+    }
     created_ns = record.created_ns;
+    expires_ns = record.expires_ns;
   }
-  return PutKey(user, access_key_id, secret_key, created_ns);
+  return PutKey(user, access_key_id, secret_key, created_ns, expires_ns, WriteBatch());
 }
 
 Result<std::vector<AccessKey>> KvIdentityStore::ListKeys(std::string_view user) {
   WEFT_RETURN_IF_ERROR(CheckUserExists(user));
   WEFT_ASSIGN_OR_RETURN(auto keys, ScanKeys());
   std::vector<AccessKey> out;
+  const int64_t now = clock_->NowNanos();
   for (auto& [id, record] : keys) {
-    if (record.user == user) out.push_back(AccessKey{id, {}, record.user, record.created_ns});
+    if (record.user != user || record.ExpiredAt(now)) continue;
+    out.push_back(AccessKey{id, {}, record.user, record.created_ns, record.expires_ns});
   }
   return out;
 }
@@ -713,15 +767,20 @@ Result<AccessKey> KvIdentityStore::LookupKey(std::string_view access_key_id) {
   };
   if (access_key_id.empty() || access_key_id.size() > kMaxKeyIdBytes) return not_found();
   uint64_t generation = 0;
+  const int64_t now = clock_->NowNanos();
   {
     std::shared_lock lock(cache_mu_);
-    if (auto it = keys_.find(access_key_id); it != keys_.end()) return it->second;
+    if (auto it = keys_.find(access_key_id); it != keys_.end()) {
+      if (it->second.expires_ns != 0 && now >= it->second.expires_ns) return not_found();
+      return it->second;
+    }
     generation = keys_generation_;
   }
   const std::string key = AccessKeyKey(access_key_id);
   WEFT_ASSIGN_OR_RETURN(std::optional<std::string> value, kv_->Get(key));
   if (!value) return not_found();
   WEFT_ASSIGN_OR_RETURN(KeyRecord record, DecodeKey(key, *value));
+  if (record.ExpiredAt(now)) return not_found();
   std::optional<std::string> secret =
       Unseal(secret_key_, SecretAad(access_key_id, record.user), record.sealed_secret);
   if (!secret) {
@@ -729,7 +788,7 @@ Result<AccessKey> KvIdentityStore::LookupKey(std::string_view access_key_id) {
                       ": secret does not decrypt (wrong server key?)");
   }
   AccessKey found{std::string(access_key_id), std::move(*secret), std::move(record.user),
-                  record.created_ns};
+                  record.created_ns, record.expires_ns};
   std::unique_lock lock(cache_mu_);
   if (generation != keys_generation_) return found;  // changed meanwhile: do not cache
   if (keys_.size() >= kMaxCachedKeys) keys_.clear();

@@ -46,6 +46,8 @@ struct AccessKey {
   std::string secret_key;     // 40 characters; empty in listings
   std::string user;
   int64_t created_ns = 0;
+  // 0: never. A key rotated out with an overlap keeps working until then, and not after.
+  int64_t expires_ns = 0;
 };
 
 // Grants `permissions` on every path that starts with `prefix` to `subject`:
@@ -81,11 +83,17 @@ class IdentityStore {
 
   // Access keys. CreateKey generates a pair and returns the secret once. ImportKey stores a
   // given pair (root's key from WEFT_ROOT_ACCESS_KEY / WEFT_ROOT_SECRET_KEY); importing an id
-  // that exists for the same user replaces its secret.
+  // that exists for the same user replaces its secret (FailedPrecondition for one that was
+  // rotated out and has expired: it is not brought back). An expired key is as unknown to
+  // LookupKey and ListKeys.
   virtual Result<AccessKey> CreateKey(std::string_view user) = 0;
   virtual Result<AccessKey> ImportKey(std::string_view user, std::string_view access_key_id,
                                       std::string_view secret_key) = 0;
   virtual Result<std::vector<AccessKey>> ListKeys(std::string_view user) = 0;  // no secrets
+  // A new key for `user` (secret returned once), and the user's other keys rotated out: they
+  // keep working for `overlap_ns` more (less if they expire sooner), or stop at once with 0.
+  // Keys that have expired are deleted.
+  virtual Result<AccessKey> RotateKey(std::string_view user, int64_t overlap_ns) = 0;
   virtual Status DeleteKey(std::string_view access_key_id) = 0;
   // The key with its decrypted secret, for signature verification. NotFound if unknown.
   virtual Result<AccessKey> LookupKey(std::string_view access_key_id) = 0;

@@ -225,6 +225,49 @@ TEST_F(IdentityStoreTest, ImportKey) {
   EXPECT_TRUE(store_->ImportKey("alice", std::string(128, 'z'), std::string(128, '~')).ok());
 }
 
+// A rotation gives a new key and lets the old ones work for the overlap, not a moment longer;
+// the records survive a reopen, and an expired key is never brought back by importing it.
+TEST_F(IdentityStoreTest, RotatedKeysWorkForTheOverlapThenStop) {
+  ASSERT_TRUE(store_->CreateUser("alice", {}).ok());
+  auto first = store_->CreateKey("alice");
+  auto other = store_->CreateKey("root");
+  ASSERT_TRUE(first.ok() && other.ok());
+  EXPECT_EQ(store_->LookupKey(first->access_key_id)->expires_ns, 0);  // cached: never expires
+  auto second = store_->RotateKey("alice", 60 * kSecond);
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  EXPECT_NE(second->access_key_id, first->access_key_id);
+  EXPECT_FALSE(second->secret_key.empty());
+  const int64_t until = clock_.NowNanos() + 60 * kSecond;
+  auto old = store_->LookupKey(first->access_key_id);
+  ASSERT_TRUE(old.ok());
+  EXPECT_EQ(old->expires_ns, until);
+  EXPECT_EQ(store_->ListKeys("alice")->size(), 2u);
+  // A second rotation inside the overlap does not lengthen the first key's life.
+  clock_.AdvanceNanos(10 * kSecond);
+  auto third = store_->RotateKey("alice", 3600 * kSecond);
+  ASSERT_TRUE(third.ok());
+  EXPECT_EQ(store_->LookupKey(first->access_key_id)->expires_ns, until);
+  EXPECT_EQ(store_->LookupKey(second->access_key_id)->expires_ns,
+            clock_.NowNanos() + 3600 * kSecond);
+  store_ = Reopen(ServerKey('k'));
+  clock_.AdvanceNanos(50 * kSecond);  // exactly the first key's expiry
+  EXPECT_EQ(store_->LookupKey(first->access_key_id).status().code(), StatusCode::kNotFound);
+  EXPECT_TRUE(store_->LookupKey(second->access_key_id).ok());
+  EXPECT_EQ(store_->ListKeys("alice")->size(), 2u);
+  EXPECT_EQ(store_->ImportKey("alice", first->access_key_id, "a-new-secret-for-it").status().code(),
+            StatusCode::kFailedPrecondition);
+  // Overlap 0: every other key stops at once. Root's key was never touched.
+  auto fourth = store_->RotateKey("alice", 0);
+  ASSERT_TRUE(fourth.ok());
+  auto left = store_->ListKeys("alice");
+  ASSERT_EQ(left->size(), 1u);
+  EXPECT_EQ((*left)[0].access_key_id, fourth->access_key_id);
+  EXPECT_EQ(store_->LookupKey(third->access_key_id).status().code(), StatusCode::kNotFound);
+  EXPECT_TRUE(store_->LookupKey(other->access_key_id).ok());
+  EXPECT_EQ(store_->RotateKey("alice", -1).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(store_->RotateKey("nobody", 0).status().code(), StatusCode::kNotFound);
+}
+
 TEST_F(IdentityStoreTest, SecretsAreEncryptedAtRest) {
   ASSERT_TRUE(store_->CreateUser("alice", {}).ok());
   auto generated = store_->CreateKey("alice");

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "auth/identity_store.h"
+#include "cli/cli_util.h"
 #include "frontends/rest/json.h"
 #include "frontends/rest/rest_frontend.h"
 #include "net/http_client.h"
@@ -58,6 +59,8 @@ class Admin {
   virtual Status DeleteUser(const std::string& name) = 0;
   virtual Result<json> CreateKey(const std::string& user) = 0;  // with secret_access_key
   virtual Result<json> ListKeys(const std::string& user) = 0;
+  // A new key (with secret_access_key); the user's others stop after `overlap_seconds`.
+  virtual Result<json> RotateKey(const std::string& user, int64_t overlap_seconds) = 0;
   virtual Status DeleteKey(const std::string& access_key_id) = 0;
   virtual Result<json> AddRule(const std::string& subject, const std::string& prefix,
                                const std::string& permissions) = 0;
@@ -99,6 +102,13 @@ class LocalAdmin : public Admin {
   Result<json> ListKeys(const std::string& user) override {
     WEFT_ASSIGN_OR_RETURN(std::vector<auth::AccessKey> keys, store_->ListKeys(user));
     return ArrayOf(keys, KeyJson);
+  }
+  Result<json> RotateKey(const std::string& user, int64_t overlap_seconds) override {
+    WEFT_ASSIGN_OR_RETURN(auth::AccessKey key,
+                          store_->RotateKey(user, overlap_seconds * 1'000'000'000));
+    json out = KeyJson(key);
+    out["secret_access_key"] = key.secret_key;
+    return out;
   }
   Status DeleteKey(const std::string& access_key_id) override {
     return store_->DeleteKey(access_key_id);
@@ -232,6 +242,10 @@ class RemoteAdmin : public Admin {
   }
   Result<json> ListKeys(const std::string& user) override {
     return ListCall("users/" + Segment(user) + "/keys", "keys");
+  }
+  Result<json> RotateKey(const std::string& user, int64_t overlap_seconds) override {
+    return Call("POST", "users/" + Segment(user) + "/keys/rotate",
+                {{"overlap_seconds", overlap_seconds}});
   }
   Status DeleteKey(const std::string& access_key_id) override {
     return Call("DELETE", "keys/" + Segment(access_key_id)).status();
@@ -425,18 +439,36 @@ int RunUserGroups(CommandEnv& env, const AdminTarget& target, const std::string&
   });
 }
 
+// A new key as `weft key create` and `rotate` print it: the same form as the hub's generated
+// root key, ready to paste into an environment.
+void PrintNewKey(CommandEnv& env, const json& key, const std::string& what) {
+  if (env.options().json) return PrintLine(env.out(), Dump(key));
+  PrintLine(env.out(), what + " for user " + Str(key, "user") +
+                           " (the secret is shown only now; keep it safe):");
+  PrintLine(env.out(), "  WEFT_ACCESS_KEY=" + Str(key, "access_key_id"));
+  PrintLine(env.out(), "  WEFT_SECRET_KEY=" + Str(key, "secret_access_key"));
+}
+
 int RunKeyCreate(CommandEnv& env, const AdminTarget& target, const std::string& user) {
   return WithAdmin(env, target, "key create", [&](Admin& admin) -> Status {
     WEFT_ASSIGN_OR_RETURN(json key, admin.CreateKey(user));
-    if (env.options().json) {
-      PrintLine(env.out(), Dump(key));
-      return OkStatus();
+    PrintNewKey(env, key, "created an access key");
+    return OkStatus();
+  });
+}
+
+int RunKeyRotate(CommandEnv& env, const AdminTarget& target, const std::string& user,
+                 const std::string& overlap) {
+  return WithAdmin(env, target, "key rotate", [&](Admin& admin) -> Status {
+    WEFT_ASSIGN_OR_RETURN(int64_t overlap_ns, ParseDuration(overlap));
+    WEFT_ASSIGN_OR_RETURN(json key, admin.RotateKey(user, overlap_ns / 1'000'000'000));
+    PrintNewKey(env, key, "rotated: a new access key");
+    if (!env.options().json) {
+      PrintLine(env.out(), overlap_ns < 1'000'000'000
+                               ? "the user's other keys stopped working now"
+                               : "the user's other keys stop working in " + overlap +
+                                     " (weft key list " + user + " shows when)");
     }
-    // The same form as the hub's generated root key: ready to paste into an environment.
-    PrintLine(env.out(), "created an access key for user " + Str(key, "user") +
-                             " (the secret is shown only now; keep it safe):");
-    PrintLine(env.out(), "  WEFT_ACCESS_KEY=" + Str(key, "access_key_id"));
-    PrintLine(env.out(), "  WEFT_SECRET_KEY=" + Str(key, "secret_access_key"));
     return OkStatus();
   });
 }
@@ -444,9 +476,12 @@ int RunKeyCreate(CommandEnv& env, const AdminTarget& target, const std::string& 
 int RunKeyList(CommandEnv& env, const AdminTarget& target, const std::string& user) {
   return WithAdmin(env, target, "key list", [&](Admin& admin) -> Status {
     WEFT_ASSIGN_OR_RETURN(json keys, admin.ListKeys(user));
-    PrintList(env, keys, {"ACCESS KEY ID", "USER", "CREATED (UTC)"}, [](const json& key) {
-      return std::vector<std::string>{Str(key, "access_key_id"), Str(key, "user"), Created(key)};
-    });
+    PrintList(env, keys, {"ACCESS KEY ID", "USER", "CREATED (UTC)", "EXPIRES (UTC)"},
+              [](const json& key) {
+                std::string expires = key.contains("expires") ? Str(key, "expires") : "never";
+                return std::vector<std::string>{Str(key, "access_key_id"), Str(key, "user"),
+                                                Created(key), expires};
+              });
     return OkStatus();
   });
 }

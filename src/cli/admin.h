@@ -30,6 +30,9 @@ int RunUserGroups(CommandEnv& env, const AdminTarget& target, const std::string&
 // Prints the new key's secret, the only time it can be seen.
 int RunKeyCreate(CommandEnv& env, const AdminTarget& target, const std::string& user);
 int RunKeyList(CommandEnv& env, const AdminTarget& target, const std::string& user);
+// `overlap`: a duration ("24h"; "0" stops the old keys at once).
+int RunKeyRotate(CommandEnv& env, const AdminTarget& target, const std::string& user,
+                 const std::string& overlap);
 int RunKeyDelete(CommandEnv& env, const AdminTarget& target, const std::string& access_key_id);
 
 // `permissions` is a comma-separated subset of read,write,list,admin.

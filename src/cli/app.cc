@@ -96,6 +96,7 @@ struct AdminArgs {
   std::string id;    // access key or rule
   std::string subject, prefix, permissions;
   std::vector<std::string> groups;
+  std::string overlap = "24h";  // key rotate
 };
 
 // `weft user|key|rule ...`. `target`, `args` and `action` must outlive the parse: the
@@ -144,6 +145,18 @@ void AddAdminCommands(CLI::App& app, const AdminTarget& target, AdminArgs& args,
                    "weft key list alice");
   cmd->add_option("user", name, "User name")->required();
   cmd->callback([&] { action = [&](CommandEnv& env) { return RunKeyList(env, target, name); }; });
+  std::string& overlap = args.overlap;
+  cmd = AddCommand(*key, "rotate",
+                   "Give USER a new access key and retire the others: they keep working for\n"
+                   "--overlap (default 24h, enough to roll the new key out to every job), then\n"
+                   "stop; --overlap 0 stops them now. The new secret is shown only this once.\n"
+                   "A user may rotate their own keys; root's key from WEFT_ROOT_ACCESS_KEY is\n"
+                   "rotated by putting the new one in the environment before the overlap ends.",
+                   "weft --server http://hub:9000 key rotate alice --overlap 2h");
+  cmd->add_option("user", name, "User name")->required();
+  cmd->add_option("--overlap", overlap, "How long the old keys keep working (e.g. 2h, 7d, 0)");
+  cmd->callback(
+      [&] { action = [&](CommandEnv& env) { return RunKeyRotate(env, target, name, overlap); }; });
   cmd = AddCommand(*key, "delete", "Delete an access key; requests signed with it then fail.",
                    "weft key delete WK0123456789ABCDEFGH");
   cmd->add_option("keyid", id, "Access key id")->required();

@@ -10,6 +10,7 @@
 
 #include "access/authorized_volume.h"
 #include "auth/identity_store.h"
+#include "base/clock.h"
 #include "base/memory.h"
 #include "chunk/caching_chunk_store.h"
 #include "chunk/pack_chunk_store.h"
@@ -32,7 +33,10 @@ namespace weft::server {
 namespace {
 
 // Root's key: from the environment when set (and then kept in sync), otherwise generated on
-// the first start and printed once; the identity store keeps it (secret encrypted).
+// the first start and printed once; the identity store keeps it (secret encrypted). A key from
+// the environment is root's key: root keys made before it are removed, so changing the
+// variable replaces the old key rather than adding one; keys rotated out with an overlap
+// (`weft key rotate root`) and keys made after it (the successor of a rotation) stay.
 Status EnsureRootKey(auth::IdentityStore& identities, FILE* out) {
   const char* access = std::getenv("WEFT_ROOT_ACCESS_KEY");
   const char* secret = std::getenv("WEFT_ROOT_SECRET_KEY");
@@ -40,13 +44,34 @@ Status EnsureRootKey(auth::IdentityStore& identities, FILE* out) {
     return InvalidArgument("set both WEFT_ROOT_ACCESS_KEY and WEFT_ROOT_SECRET_KEY, or neither");
   }
   if (access != nullptr) {
-    // Unchanged since the last start: nothing to write (a hub on a full disk, opened
+    // Unchanged since the last start: nothing to import (a hub on a full disk, opened
     // read-only, still starts and serves).
-    Result<auth::AccessKey> known = identities.LookupKey(access);
-    if (known.ok() && known->user == auth::kRootUser && known->secret_key == secret) {
-      return OkStatus();
+    Result<auth::AccessKey> env_key = identities.LookupKey(access);
+    if (!env_key.ok() || env_key->user != auth::kRootUser || env_key->secret_key != secret) {
+      env_key = identities.ImportKey(auth::kRootUser, access, secret);
+      if (!env_key.ok()) return env_key.status().WithContext("WEFT_ROOT_ACCESS_KEY");
     }
-    return identities.ImportKey(auth::kRootUser, access, secret).status();
+    WEFT_ASSIGN_OR_RETURN(auto keys, identities.ListKeys(auth::kRootUser));
+    int replaced = 0;
+    for (const auth::AccessKey& key : keys) {
+      if (key.access_key_id == env_key->access_key_id || key.expires_ns != 0 ||
+          key.created_ns > env_key->created_ns) {
+        continue;
+      }
+      WEFT_RETURN_IF_ERROR(identities.DeleteKey(key.access_key_id));
+      ++replaced;
+    }
+    if (replaced > 0) {
+      std::fprintf(out, "weft: the root key from WEFT_ROOT_ACCESS_KEY replaced %d earlier one%s\n",
+                   replaced, replaced == 1 ? "" : "s");
+    }
+    if (env_key->expires_ns != 0) {
+      std::fprintf(out,
+                   "weft: warning: the root key in WEFT_ROOT_ACCESS_KEY was rotated out and "
+                   "stops working at %s; put its successor in the environment\n",
+                   FormatIso8601(env_key->expires_ns).c_str());
+    }
+    return OkStatus();
   }
   WEFT_ASSIGN_OR_RETURN(auto keys, identities.ListKeys(auth::kRootUser));
   if (!keys.empty()) return OkStatus();

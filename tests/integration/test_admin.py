@@ -2,7 +2,10 @@
 environment) and on the data directory itself, checked end to end: what the commands create is
 what S3 requests signed with the new key may and may not do."""
 
+import json
+import os
 import subprocess
+import time
 import unittest
 
 from botocore.exceptions import ClientError
@@ -148,6 +151,60 @@ keyUsage = critical,keyCertSign,cRLSign
         self.start_hub()
         alice = self.boto3(key["access_key_id"], key["secret_access_key"])
         self.assertEqual(alice.list_buckets()["Buckets"], [])
+
+    def test_a_new_root_key_in_the_environment_replaces_the_old_one(self):
+        from s3lib import Hub, ROOT_ACCESS, ROOT_SECRET
+        self.boto3().create_bucket(Bucket="kept")
+        self.assertEqual(self.hub.stop(), 0)
+        new_access, new_secret = "NEWROOTKEY0000000001", "a-new-root-secret-for-this-hub"
+        hub = Hub(self.bin, self.data, env={"WEFT_ROOT_ACCESS_KEY": new_access,
+                                            "WEFT_ROOT_SECRET_KEY": new_secret})
+        self.addCleanup(self._stop_quietly, hub)
+        self.hub = hub
+        self.assertIn(b"replaced 1 earlier one", b"".join(hub.lines))
+        with self.assertRaises(ClientError) as ctx:
+            self.boto3(ROOT_ACCESS, ROOT_SECRET).list_buckets()
+        self.assertEqual(error_code(ctx), "InvalidAccessKeyId")
+        names = [b["Name"] for b in self.boto3(new_access, new_secret).list_buckets()["Buckets"]]
+        self.assertEqual(names, ["kept"])
+
+    def test_rotation_keeps_the_old_key_for_the_overlap_only(self):
+        self.make_alice()
+        old = self.admin_json("key", "list", "alice")[0]
+        # A user rotates their own key: alice signs in with the key being replaced.
+        env_key = self.admin_json("key", "create", "alice")
+        env = {k: v for k, v in os.environ.items() if not k.startswith("WEFT_")}
+        env.update({"WEFT_ACCESS_KEY": env_key["access_key_id"],
+                    "WEFT_SECRET_KEY": env_key["secret_access_key"]})
+        proc = subprocess.run([self.bin, "--json", "--server", self.hub.url, "key", "rotate",
+                               "alice", "--overlap", "3s"], env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, timeout=60)
+        self.assertEqual(proc.returncode, 0, proc.stderr.decode())
+        new = json.loads(proc.stdout)
+        listed = {k["access_key_id"]: k for k in self.admin_json("key", "list", "alice")}
+        self.assertEqual(set(listed), {old["access_key_id"], env_key["access_key_id"],
+                                       new["access_key_id"]})
+        self.assertIn("expires", listed[old["access_key_id"]])
+        self.assertNotIn("expires", listed[new["access_key_id"]])
+        old_client = self.boto3(env_key["access_key_id"], env_key["secret_access_key"])
+        self.boto3().create_bucket(Bucket="data")
+        self.assertEqual(old_client.list_objects_v2(Bucket="data", Prefix="alice/")["KeyCount"], 0)
+        time.sleep(3.5)
+        with self.assertRaises(ClientError) as ctx:
+            old_client.list_objects_v2(Bucket="data", Prefix="alice/")
+        self.assertEqual(error_code(ctx), "InvalidAccessKeyId")
+        fresh = self.boto3(new["access_key_id"], new["secret_access_key"])
+        self.assertEqual(fresh.list_objects_v2(Bucket="data", Prefix="alice/")["KeyCount"], 0)
+        self.assertEqual([k["access_key_id"] for k in self.admin_json("key", "list", "alice")],
+                         [new["access_key_id"]])
+        # Another user's keys are not alice's to rotate.
+        self.admin("user", "create", "bob")
+        proc = subprocess.run([self.bin, "--server", self.hub.url, "key", "rotate", "bob"],
+                              env=dict(env, WEFT_ACCESS_KEY=new["access_key_id"],
+                                       WEFT_SECRET_KEY=new["secret_access_key"]),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+        self.assertNotEqual(proc.returncode, 0)
+        self.assertIn("AccessDenied", proc.stderr.decode())
 
 
 if __name__ == "__main__":

@@ -10,9 +10,11 @@ json UserJson(const auth::User& user) {
 }
 
 json KeyJson(const auth::AccessKey& key) {
-  return {{"access_key_id", key.access_key_id},
-          {"user", key.user},
-          {"created", FormatIso8601(key.created_ns)}};
+  json out = {{"access_key_id", key.access_key_id},
+              {"user", key.user},
+              {"created", FormatIso8601(key.created_ns)}};
+  if (key.expires_ns != 0) out["expires"] = FormatIso8601(key.expires_ns);
+  return out;
 }
 
 json RuleJson(const auth::Rule& rule) {

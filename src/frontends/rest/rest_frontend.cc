@@ -417,6 +417,21 @@ Result<Reply> CreateKey(Call& c) {
   return Ok(std::move(out), 201);
 }
 
+// A day: long enough to roll a new key out to every job that holds the old one.
+constexpr int64_t kDefaultRotationOverlapSeconds = 86400;
+
+Result<Reply> RotateKey(Call& c) {
+  WEFT_RETURN_IF_ERROR(CheckFields(c.body, {"overlap_seconds"}));
+  WEFT_ASSIGN_OR_RETURN(
+      int64_t overlap,
+      IntField(c.body, "overlap_seconds", kDefaultRotationOverlapSeconds, 0, int64_t{366} * 86400));
+  WEFT_ASSIGN_OR_RETURN(auth::AccessKey key,
+                        c.identities.RotateKey(c.route.name, overlap * 1'000'000'000));
+  json out = KeyJson(key);
+  out["secret_access_key"] = key.secret_key;
+  return Ok(std::move(out), 201);
+}
+
 Result<Reply> ListKeys(Call& c) {
   WEFT_ASSIGN_OR_RETURN(std::vector<auth::AccessKey> keys, c.identities.ListKeys(c.route.name));
   json list = json::array();
@@ -655,6 +670,10 @@ Result<Route> RouteRequest(const ApiRequest& r, const json& body, Volume& volume
     route.name = s[1];
   } else if (Is(s, {"users", "*", "keys"})) {
     WEFT_RETURN_IF_ERROR(PickMethod(m, {{"GET", &ListKeys}, {"POST", &CreateKey}}, &route));
+    route.name = s[1];
+    route.owner = s[1];
+  } else if (Is(s, {"users", "*", "keys", "rotate"})) {
+    WEFT_RETURN_IF_ERROR(PickMethod(m, {{"POST", &RotateKey}}, &route));
     route.name = s[1];
     route.owner = s[1];
   } else if (Is(s, {"keys", "*"})) {

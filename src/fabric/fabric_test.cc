@@ -757,6 +757,73 @@ TEST_P(FabricTest, AMalformedCompressionFlagGetsAPlainAnswer) {
   }
 }
 
+// Every wire call a spoke can make, hand-made to name a path outside its user's rules: each is
+// refused at the hub (the lists answer with nothing), and nothing at the hub changes.
+TEST_P(FabricTest, EveryWireCallOutsideTheSpokeUsersRulesIsRefused) {
+  auth::IdentityStore& ids = hub_.identities();
+  ASSERT_TRUE(ids.CreateUser("site-eu", {}).ok());
+  auto key = ids.CreateKey("site-eu");
+  ASSERT_TRUE(key.ok());
+  ASSERT_TRUE(ids.AddRule({"", "user:site-eu", "/data/eu/", auth::kRead | auth::kList}).ok());
+  ASSERT_TRUE(hub_.volume().Mkdir(ctx_, "/data/eu").ok());
+  ASSERT_TRUE(hub_.volume().Mkdir(ctx_, "/data/secrets").ok());
+  auto secret = Put(hub_.volume(), "/data/secret", "no");
+  ASSERT_TRUE(secret.ok());
+  ASSERT_TRUE(hub_.volume().CreateSnapshot(ctx_, "all", "/data").ok());
+  const uint64_t changes_before = hub_.volume().ReadChanges(ctx_, 0, 10000)->size();
+  auto client = RawClient(hub_, "eu-1", {"eu"}, {"/data/eu"}, key->access_key_id, key->secret_key);
+  ASSERT_TRUE(client.ok()) << client.status().ToString();
+  auto refused = [](const Status& s) { return s.code() == StatusCode::kPermissionDenied; };
+  HubClient& c = **client;
+  ASSERT_TRUE(c.Call("list", {{"path", "/data/eu"}}).ok());  // the client itself works
+  const std::string v = secret->version_id;
+  const json chunks = json::array({json::array({std::string(64, 'a'), 2})});
+  for (const auto& [op, args] : std::vector<std::pair<std::string, json>>{
+           {"lookup", {{"path", "/data/secret"}}},
+           {"lookup", {{"path", "/.weft/snapshots/all/secret"}}},
+           {"list", {{"path", "/data"}}},
+           {"list", {{"path", "/data/secrets"}}},
+           {"dir", {{"path", "/data/secrets"}}},
+           {"fetch",
+            {{"items",
+              json::array(
+                  {{{"path", "/data/secret"}, {"version", v}, {"indices", json::array({0})}}})}}},
+           {"manifest", {{"snapshot", "all"}}},
+       }) {
+    EXPECT_TRUE(refused(c.Call(op, args).status())) << op << " " << args.dump();
+  }
+  EXPECT_TRUE(refused(
+      c.CallFramed("commit", {{"path", "/data/new"}, {"etag", "x"}, {"chunks", json::array()}}, "")
+          .status()));
+  EXPECT_TRUE(
+      refused(c.CallFramed("upload", {{"path", "/data/new"}, {"session", std::string(32, 's')}}, "")
+                  .status()));
+  for (const json& call : std::vector<json>{
+           {{"op", "mkdir"}, {"path", "/data/d"}},
+           {{"op", "symlink"}, {"path", "/data/l"}, {"target", "secret"}},
+           {{"op", "link"}, {"existing", "/data/secret"}, {"path", "/data/eu/l"}},
+           {{"op", "mknod"}, {"path", "/data/p"}, {"type", 4}, {"mode", 0644}},
+           {{"op", "rename"}, {"from", "/data/secret"}, {"to", "/data/eu/s"}},
+           {{"op", "unlink"}, {"path", "/data/secret"}},
+           {{"op", "rmdir"}, {"path", "/data/secrets"}},
+           {{"op", "setattr"}, {"path", "/data/secret"}, {"mode", 0600}},
+           {{"op", "setattr"}, {"path", "/data/eu"}, {"attributes", json::object()}},
+           {{"op", "snapshot_create"}, {"path", "/data"}, {"name", "mine"}},
+           {{"op", "snapshot_delete"}, {"name", "all"}},
+           {{"op", "versions"}, {"path", "/data/secret"}},
+           {{"op", "delete_version"}, {"path", "/data/secret"}, {"version", v}},
+           {{"op", "changes"}, {"after", 0}, {"limit", 100}},
+           {{"op", "usage"}},
+       }) {
+    EXPECT_TRUE(refused(c.Call("call", call).status())) << call.dump();
+  }
+  auto snapshots = c.Call("call", {{"op", "snapshot_list"}});
+  ASSERT_TRUE(snapshots.ok());
+  EXPECT_TRUE(snapshots->at("snapshots").empty());
+  EXPECT_EQ(hub_.volume().ReadChanges(ctx_, 0, 10000)->size(), changes_before);
+  EXPECT_EQ(*Get(hub_.volume(), "/data/secret"), "no");
+}
+
 TEST_P(FabricTest, SpokesAreAuthorisedAsTheirHubUser) {
   auth::IdentityStore& ids = hub_.identities();
   ASSERT_TRUE(ids.CreateUser("site-eu", {}).ok());

@@ -172,12 +172,14 @@ inline Result<std::unique_ptr<PortalVolume>> OpenSpoke(
 // hand.
 inline Result<std::unique_ptr<HubClient>> RawClient(Hub& hub_to, const std::string& site,
                                                     std::vector<std::string> tags,
-                                                    std::vector<std::string> portals) {
+                                                    std::vector<std::string> portals,
+                                                    std::string key = kRootKey,
+                                                    std::string secret = kRootSecret) {
   HubClientOptions raw;
   raw.hub_url = hub_to.url();
   raw.connect = hub_to.connect();
-  raw.access_key_id = kRootKey;
-  raw.secret_access_key = kRootSecret;
+  raw.access_key_id = std::move(key);
+  raw.secret_access_key = std::move(secret);
   WEFT_ASSIGN_OR_RETURN(auto client, HubClient::Open(raw));
   WEFT_RETURN_IF_ERROR(client->Attach({site, std::move(tags), std::move(portals)}).status());
   return client;

@@ -386,6 +386,19 @@ int RunWeft(int argc, char** argv, const VolumeOpener& opener, int in_fd, FILE* 
         "weft fsck && echo clean");
     fsck_cmd->callback([&] { action = [&](CommandEnv& env) { return RunFsck(env); }; });
 
+    CLI::App* audit_cmd = app.add_subcommand("audit", "Work with the audit log.");
+    audit_cmd->require_subcommand(1);
+    std::string audit_file;
+    CLI::App* verify_cmd = AddCommand(
+        *audit_cmd, "verify",
+        "Check the audit log's hash chain: every record unedited, none removed, moved or cut\n"
+        "off the end. Exit 1 naming the first line that does not hold. FILE defaults to\n"
+        "DATA/audit.log (a spoke's is CACHE/audit.log).",
+        "weft --data /srv/weft audit verify");
+    verify_cmd->add_option("file", audit_file, "The audit log to check");
+    verify_cmd->callback(
+        [&] { action = [&](CommandEnv& env) { return RunAuditVerify(env, audit_file); }; });
+
     ChangesArgs changes;
     CLI::App* changes_cmd = AddCommand(
         app, "changes", "Print the change feed: every commit after --after, oldest first.",
@@ -436,6 +449,9 @@ int RunWeft(int argc, char** argv, const VolumeOpener& opener, int in_fd, FILE* 
     serve_cmd->add_option("--access-log", serve.access_log,
                           "Append a line per S3 request (time, principal, operation, path,\n"
                           "status, bytes, latency) to this file; - for standard error");
+    serve_cmd->add_option("--audit-log", serve.audit_log,
+                          "The tamper-evident audit log of every request, allowed or refused\n"
+                          "(default DATA/audit.log; off: none). Check it with weft audit verify");
     int64_t serve_lease_ms = serve.lease.count();
     serve_cmd
         ->add_option("--lease-ms", serve_lease_ms,
@@ -515,6 +531,9 @@ int RunWeft(int argc, char** argv, const VolumeOpener& opener, int in_fd, FILE* 
     spoke_cmd->add_option("--access-log", spoke.access_log,
                           "Append a line per S3 request (time, principal, operation, path,\n"
                           "status, bytes, latency) to this file; - for standard error");
+    spoke_cmd->add_option("--audit-log", spoke.audit_log,
+                          "The tamper-evident audit log of every request, allowed or refused\n"
+                          "(default CACHE/audit.log; off: none). Check it with weft audit verify");
     spoke_cmd
         ->add_option("--cache-policy", spoke.cache_policy,
                      "NeuralCache's eviction policy: neural (epoch-aware, falling back to\n"

@@ -21,6 +21,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "access/audit_log.h"
 #include "base/bytes.h"
 #include "cli/cli_util.h"
 #include "cli/progress.h"
@@ -1067,6 +1068,24 @@ int RunGc(CommandEnv& env, const GcArgs& args) {
                  r->packs_rewritten);
   }
   return kExitOk;
+}
+
+int RunAuditVerify(CommandEnv& env, const std::string& file) {
+  const std::string path = file.empty() ? env.options().data_dir + "/audit.log" : file;
+  Result<access::AuditVerifyReport> r = access::VerifyAuditLog(path);
+  if (!r.ok()) return env.Fail("audit verify", r.status());
+  if (env.options().json) {
+    PrintLine(env.out(), Dump({{"path", path},
+                               {"records", r->records},
+                               {"last_seq", r->last_seq},
+                               {"problem", r->problem}}));
+  } else if (!r->problem.empty()) {
+    PrintLine(env.out(), path + ": " + r->problem);
+  } else if (!env.options().quiet) {
+    PrintLine(env.out(), path + ": " + std::to_string(r->records) +
+                             " records, every one chained to the one before");
+  }
+  return r->problem.empty() ? kExitOk : kExitError;
 }
 
 int RunFsck(CommandEnv& env) {

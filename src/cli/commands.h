@@ -137,6 +137,9 @@ int RunLog(CommandEnv& env, const std::string& path);
 int RunDu(CommandEnv& env);
 int RunGc(CommandEnv& env, const GcArgs& args);
 int RunFsck(CommandEnv& env);
+// `weft audit verify [FILE]`: checks the audit log's hash chain (FILE, or DATA/audit.log);
+// exit 1 naming the first line that does not hold.
+int RunAuditVerify(CommandEnv& env, const std::string& file);
 int RunChanges(CommandEnv& env, const ChangesArgs& args);
 
 }  // namespace weft::cli

@@ -110,10 +110,10 @@ struct HubService::Call {
   const net::HttpRequest& http;
   net::BodyReader& body;
   std::string op{};
-  RequestContext ctx{};
-  json args{};                      // the JSON header (or whole JSON body)
-  std::string payload{};            // binary bytes after a framed header
-  std::vector<std::string> tags{};  // the calling spoke's site tags
+  RequestContext ctx{.principal = ""};  // nobody until the token is checked
+  json args{};                          // the JSON header (or whole JSON body)
+  std::string payload{};                // binary bytes after a framed header
+  std::vector<std::string> tags{};      // the calling spoke's site tags
   json reply = json::object();
   std::optional<std::string> binary_reply{};
   std::string binary_type = "application/octet-stream";
@@ -150,6 +150,11 @@ void HubService::Handle(const net::HttpRequest& request, net::BodyReader& body,
                         net::ResponseWriter& response) {
   Call call{request, body};
   Status s = Dispatch(call);
+  // Calls that only read answer without waiting for their audit record to reach the file.
+  static const std::set<std::string, std::less<>> kReads = {
+      "dir", "events", "fetch", "list", "lookup", "manifest", "missing", "renew", "spokes"};
+  response.Describe({call.ctx.principal, call.op, call.ctx.site, "",
+                     !kReads.contains(std::string_view(call.op))});
   if (response.started()) return;
   if (s.ok() && call.binary_reply) {
     (void)response.Send(200, {{"Content-Type", call.binary_type}}, *call.binary_reply);

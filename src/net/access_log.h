@@ -60,6 +60,7 @@ class RecordingWriter final : public ResponseWriter {
   }
   Status Finish() override { return inner_.Finish(); }
   bool started() const override { return inner_.started(); }
+  void Describe(const RequestDescription& d) override { inner_.Describe(d); }
   int status() const { return status_; }
   uint64_t bytes() const { return bytes_; }
 

@@ -54,9 +54,24 @@ class BodyReader {
 };
 
 // The response to one request: Start once, then Write any number of times, then Finish.
+// Who a request turned out to come from and what it asked, as its front end tells the server
+// once it knows (the audit log records it with the answer).
+struct RequestDescription {
+  std::string principal;  // "" before (or without) authentication
+  std::string operation;  // the protocol's name for it ("GetObject", "lookup", "POST")
+  std::string site;       // "local", or the spoke a fabric call comes from
+  std::string request_id;
+  // Whether it may change something (unset: any method but GET and HEAD may): the audit log
+  // then has its record in the file before the answer starts.
+  std::optional<bool> changes = std::nullopt;
+};
+
 class ResponseWriter {
  public:
   virtual ~ResponseWriter() = default;
+  // Tells the server what the request is (see RequestDescription); a later call replaces an
+  // earlier one. Front ends call it before they start the answer; wrappers pass it on.
+  virtual void Describe(const RequestDescription& /*description*/) {}
   // Sends the status line and headers. With `content_length` the body must be exactly that
   // long; without it the body is sent chunked. Date, Server and Connection are added here.
   virtual Status Start(int status, const std::vector<HttpHeader>& headers,

@@ -8,6 +8,7 @@
 #include <memory>
 #include <mutex>
 
+#include "access/audit_log.h"
 #include "access/authorized_volume.h"
 #include "auth/identity_store.h"
 #include "base/clock.h"
@@ -31,6 +32,14 @@
 
 namespace weft::server {
 namespace {
+
+// The audit log `flag` names ("": DIR/audit.log; "off": none).
+Result<std::unique_ptr<access::AuditLog>> OpenAuditLog(const std::string& flag,
+                                                       const std::string& dir) {
+  if (flag == "off") return std::unique_ptr<access::AuditLog>();
+  const std::string path = flag.empty() ? dir + "/audit.log" : flag;
+  return access::AuditLog::Open(path);
+}
 
 // Root's key: from the environment when set (and then kept in sync), otherwise generated on
 // the first start and printed once; the identity store keeps it (secret encrypted). A key from
@@ -375,7 +384,11 @@ Status RunHub(const HubOptions& options, FILE* out) {
   fabric::HubService hub_service(&volume, &leases, fabric_options);
   rest.SetSpokesProvider(
       [&hub_service] { return nlohmann::ordered_json::parse(hub_service.SpokesJson().dump()); });
-  Router router(&s3, &rest, &hub_service, [&engine] { return CapacityMetrics(*engine); });
+  WEFT_ASSIGN_OR_RETURN(std::unique_ptr<access::AuditLog> audit,
+                        OpenAuditLog(options.audit_log, options.data_dir));
+  rest.SetAuditLog(audit.get());
+  Router router(
+      &s3, &rest, &hub_service, [&engine] { return CapacityMetrics(*engine); }, audit.get());
   WEFT_ASSIGN_OR_RETURN(std::unique_ptr<net::HttpServer> server,
                         net::HttpServer::Start(http, &router));
   std::fprintf(out,
@@ -383,6 +396,7 @@ Status RunHub(const HubOptions& options, FILE* out) {
                "weft: REST API at %s/_weft/api/v1/, metrics at %s/_weft/metrics\n",
                server->url().c_str(), options.data_dir.c_str(), server->url().c_str(),
                server->url().c_str());
+  if (audit) std::fprintf(out, "weft: audit log %s\n", audit->path().c_str());
   std::fflush(out);
   IdleTrimmer trimmer([&router] { return router.BytesMoved(); }, kIdleCheck, kQuietBytes);
   ServeUntilSignal(signals, *server, options.shutdown_grace, out);
@@ -440,11 +454,17 @@ Status RunSpoke(const SpokeOptions& options, FILE* out) {
   if (fabric::NeuralCache* neural = portal->neural_cache()) {
     rest.SetCacheControl(CacheControlOf(neural));
   }
-  Router router(&s3, &rest, &hub_service, [&portal] {
-    std::string text = SpokeMetrics(*portal);
-    if (fabric::NeuralCache* neural = portal->neural_cache()) text += neural->MetricsText();
-    return text;
-  });
+  WEFT_ASSIGN_OR_RETURN(std::unique_ptr<access::AuditLog> audit,
+                        OpenAuditLog(options.audit_log, options.cache_dir));
+  rest.SetAuditLog(audit.get());
+  Router router(
+      &s3, &rest, &hub_service,
+      [&portal] {
+        std::string text = SpokeMetrics(*portal);
+        if (fabric::NeuralCache* neural = portal->neural_cache()) text += neural->MetricsText();
+        return text;
+      },
+      audit.get());
   WEFT_ASSIGN_OR_RETURN(std::unique_ptr<net::HttpServer> server,
                         net::HttpServer::Start(http, &router));
   std::fprintf(out, "weft: spoke '%s' serving S3 at %s (hub %s, cache %s)\n", options.site.c_str(),
@@ -452,6 +472,7 @@ Status RunSpoke(const SpokeOptions& options, FILE* out) {
   for (const fabric::Portal& p : opened.portals) {
     std::fprintf(out, "weft: portal %s -> hub %s\n", p.local_path.c_str(), p.hub_path.c_str());
   }
+  if (audit) std::fprintf(out, "weft: audit log %s\n", audit->path().c_str());
   std::fflush(out);
   IdleTrimmer trimmer([&router] { return router.BytesMoved(); }, kIdleCheck, kQuietBytes);
   ServeUntilSignal(signals, *server, options.shutdown_grace, out);

@@ -24,6 +24,9 @@ struct HubOptions {
   bool sigv2 = true;
   // Where S3 writes a line per request ("-": standard error; empty: nowhere).
   std::string access_log;
+  // The hash-chained audit log of every request ("": audit.log in the data or cache
+  // directory; "off": none).
+  std::string audit_log;
   std::chrono::milliseconds shutdown_grace{30'000};
   // How long a spoke may answer from its metadata cache without hearing from the hub.
   std::chrono::milliseconds lease{5'000};
@@ -51,6 +54,9 @@ struct SpokeOptions {
   bool sigv2 = true;
   // Where S3 writes a line per request ("-": standard error; empty: nowhere).
   std::string access_log;
+  // The hash-chained audit log of every request ("": audit.log in the data or cache
+  // directory; "off": none).
+  std::string audit_log;
   size_t connections = 8;
   std::chrono::milliseconds hub_timeout{10'000};
   bool stale_ok = false;                   // serve expired metadata when the hub is unreachable

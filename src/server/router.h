@@ -9,6 +9,7 @@
 #include <functional>
 #include <string>
 
+#include "access/audit_log.h"
 #include "net/http_server.h"
 
 namespace weft::server {
@@ -18,8 +19,10 @@ class Router : public net::HttpHandler {
   // `s3` serves every non-/_weft/ path; `rest` (may be null) serves /_weft/api/; `fabric`
   // (may be null) serves /_weft/fabric/, the hub-spoke protocol; `extra_metrics` appends
   // gauges (capacity, dedup, spokes) to /_weft/metrics.
+  // With `audit` (may be null), every request it serves is recorded there before its answer
+  // starts, whichever front end answers it: none can leave a request out.
   Router(net::HttpHandler* s3, net::HttpHandler* rest, net::HttpHandler* fabric,
-         std::function<std::string()> extra_metrics = {});
+         std::function<std::string()> extra_metrics = {}, access::AuditLog* audit = nullptr);
 
   void Handle(const net::HttpRequest& request, net::BodyReader& body,
               net::ResponseWriter& response) override;
@@ -37,6 +40,9 @@ class Router : public net::HttpHandler {
   net::HttpHandler* rest_;
   net::HttpHandler* fabric_;
   std::function<std::string()> extra_metrics_;
+  access::AuditLog* audit_;
+  std::atomic<uint64_t> next_request_ = 1;
+  std::atomic<uint64_t> audit_failures_ = 0;
   std::array<std::array<std::atomic<uint64_t>, kClasses>, kMethods> requests_{};
   std::atomic<uint64_t> bytes_in_ = 0;
   std::atomic<uint64_t> bytes_out_ = 0;

@@ -1,6 +1,7 @@
 #include "frontends/rest/rest_frontend.h"
 
 #include <array>
+#include <charconv>
 #include <ctime>
 #include <initializer_list>
 #include <nlohmann/json.hpp>
@@ -343,6 +344,7 @@ struct Call {
   Clock* clock;
   const RestFrontend::SpokesProvider& spokes;
   const RestFrontend::CacheControl& cache;
+  access::AuditLog* audit;
   const ApiRequest& request;
   const json& body;
   const Route& route;
@@ -580,6 +582,53 @@ Result<Reply> ListSpokes(Call& c) {
   return Ok({{"spokes", c.spokes()}});
 }
 
+// An integer query parameter in [lo, hi], if given.
+Result<std::optional<int64_t>> IntParam(const ApiRequest& r, const char* name, int64_t lo,
+                                        int64_t hi) {
+  std::optional<std::string> text = r.Query(name);
+  if (!text) return std::optional<int64_t>();
+  int64_t n = 0;
+  auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), n);
+  if (ec != std::errc() || end != text->data() + text->size() || n < lo || n > hi) {
+    return InvalidArgument(std::string(name) + " must be an integer from " + std::to_string(lo) +
+                           " to " + std::to_string(hi));
+  }
+  return std::optional<int64_t>(n);
+}
+
+Result<Reply> SearchAudit(Call& c) {
+  if (c.audit == nullptr) {
+    return NotFound(Reason::kNoSuchEndpoint, "this server keeps no audit log (--audit-log off)");
+  }
+  const ApiRequest& r = c.request;
+  access::AuditQuery q;
+  q.principal = r.Query("principal");
+  q.operation = r.Query("operation");
+  q.protocol = r.Query("protocol");
+  q.path_prefix = r.Query("path_prefix");
+  WEFT_ASSIGN_OR_RETURN(q.since_ns, IntParam(r, "since_ns", 0, INT64_MAX));
+  WEFT_ASSIGN_OR_RETURN(q.until_ns, IntParam(r, "until_ns", 0, INT64_MAX));
+  WEFT_ASSIGN_OR_RETURN(std::optional<int64_t> after, IntParam(r, "after", 0, INT64_MAX));
+  q.after_seq = static_cast<uint64_t>(after.value_or(0));
+  if (auto denied = r.Query("denied")) {
+    if (*denied != "true" && *denied != "false") {
+      return InvalidArgument("denied must be true or false");
+    }
+    q.denied = *denied == "true";
+  }
+  WEFT_ASSIGN_OR_RETURN(uint32_t limit, ParseLimit(r.Query("limit")));
+  q.limit = limit;
+  WEFT_ASSIGN_OR_RETURN(std::vector<access::AuditRecord> found, c.audit->Query(q));
+  json records = json::array();
+  for (const access::AuditRecord& record : found) {
+    records.push_back(json::parse(access::FormatAuditRecord(record)));
+  }
+  json out = {{"records", std::move(records)}};
+  // Another page may follow a full one: ask again with after=<the last seq>.
+  if (found.size() == limit) out["next_after"] = found.back().seq;
+  return Ok(std::move(out));
+}
+
 Result<Reply> CacheStats(Call& c) {
   if (!c.cache.stats)
     return NotFound(Reason::kNoSuchEndpoint, "this server runs no NeuralCache (a spoke does)");
@@ -732,6 +781,10 @@ Result<Route> RouteRequest(const ApiRequest& r, const json& body, Volume& volume
         route.resource = NamespaceTarget{snap.path, std::nullopt}.DirectoryResource();
       }
     }
+  } else if (Is(s, {"audit"})) {
+    WEFT_RETURN_IF_ERROR(PickMethod(m, {{"GET", &SearchAudit}}, &route));
+    route.query = {"principal", "operation", "protocol", "path_prefix", "since_ns",
+                   "until_ns",  "denied",    "after",    "limit"};
   } else if (Is(s, {"usage"})) {
     WEFT_RETURN_IF_ERROR(PickMethod(m, {{"GET", &Usage}}, &route));
   } else if (Is(s, {"spokes"})) {
@@ -812,6 +865,7 @@ void RestFrontend::Handle(const net::HttpRequest& http, net::BodyReader& body,
       Result<std::string> user = Authenticate(http, volume_.identities());
       if (!user.ok()) return fail(user.status());
       ctx.principal = std::move(user).value();
+      response.Describe({ctx.principal, http.method, "local", ""});
     }
     // 3. The body (bounded), then the route and its authorisation.
     json request_body = json::object();
@@ -825,7 +879,7 @@ void RestFrontend::Handle(const net::HttpRequest& http, net::BodyReader& body,
     Status allowed = CheckAccess(*route, public_path, ctx, volume_);
     if (!allowed.ok()) return fail(allowed);
     // 4. The handler.
-    Call call{volume_, volume_.identities(), clock_, spokes_, cache_,
+    Call call{volume_, volume_.identities(), clock_, spokes_, cache_, audit_,
               request, request_body,         *route, ctx};
     Result<Reply> reply = route->run(call);
     if (!reply.ok()) return fail(reply.status());

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <string_view>
 
+#include "access/audit_log.h"
 #include "access/authorized_volume.h"
 #include "auth/identity_store.h"
 #include "base/clock.h"
@@ -42,6 +43,9 @@ class RestFrontend : public net::HttpHandler {
   };
   void SetCacheControl(CacheControl control) { cache_ = std::move(control); }
 
+  // What `GET audit` searches (null: the endpoint answers NotFound).
+  void SetAuditLog(access::AuditLog* audit) { audit_ = audit; }
+
   void Handle(const net::HttpRequest& request, net::BodyReader& body,
               net::ResponseWriter& response) override;
   void HandleProtocolError(int status, std::string_view code, std::string_view message,
@@ -52,6 +56,7 @@ class RestFrontend : public net::HttpHandler {
   Clock* clock_;
   SpokesProvider spokes_;
   CacheControl cache_;
+  access::AuditLog* audit_ = nullptr;
 };
 
 }  // namespace weft::rest

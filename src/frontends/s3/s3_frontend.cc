@@ -599,6 +599,7 @@ class CorsWriter final : public net::ResponseWriter {
   Status Write(std::span<const std::string_view> pieces) override { return inner_.Write(pieces); }
   Status Finish() override { return inner_.Finish(); }
   bool started() const override { return inner_.started(); }
+  void Describe(const net::RequestDescription& d) override { inner_.Describe(d); }
 
  private:
   net::ResponseWriter& inner_;
@@ -651,7 +652,10 @@ void S3Frontend::Handle(const net::HttpRequest& http, net::BodyReader& body,
 void S3Frontend::Serve(const net::HttpRequest& http, net::BodyReader& body,
                        net::ResponseWriter& response, const std::string& request_id,
                        std::string* principal_out) {
+  // What the server's records say of the request: told once, with what is known by then.
+  net::RequestDescription described{"", http.method, "local", request_id};
   auto fail = [&](const Status& status, std::string_view resource) {
+    response.Describe(described);
     SendS3Error(response, http.method == "HEAD", ErrorFromStatus(status), resource, request_id);
   };
 
@@ -660,18 +664,24 @@ void S3Frontend::Serve(const net::HttpRequest& http, net::BodyReader& body,
   if (!parsed.ok()) return fail(parsed.status(), http.path);
   S3Request request = std::move(parsed).value();
   // A browser's CORS preflight carries no credentials: the bucket's rules answer it.
-  if (request.method == "OPTIONS") return Preflight(request, response, request_id);
+  if (request.method == "OPTIONS") {
+    described.operation = "PreflightCors";
+    response.Describe(described);
+    return Preflight(request, response, request_id);
+  }
   // 2. Authenticate: one decision for every handler.
   int64_t now_seconds = options_.clock->NowNanos() / 1'000'000'000;
   auto identity =
       Authenticate(request, volume_.identities(), options_.region, now_seconds, options_.sigv2);
   if (!identity.ok()) return fail(identity.status(), request.path);
+  described.principal = identity->principal;
   // 3. Route and authorise the resolved resource (and a copy source) before any handler runs.
   std::optional<CopySource> copy_source;
   auto route = RouteRequest(request, &copy_source);
   if (!route.ok()) return fail(route.status(), request.path);
   const std::string& principal = identity->principal;
   *principal_out = principal;
+  described.operation = std::string(route->operation);
   if (route->authenticated && principal == auth::kAnonymous) {
     return fail(PermissionDenied(Reason::kAccessDenied, "anonymous users cannot list buckets"),
                 "/");
@@ -694,6 +704,7 @@ void S3Frontend::Serve(const net::HttpRequest& http, net::BodyReader& body,
     if (!allowed.ok()) return fail(allowed, request.path);
   }
   // 4. The handler; a cross-origin request allowed by the bucket's rules gets their headers.
+  response.Describe(described);
   std::optional<CorsWriter> cors;
   if (auto origin = request.Header("origin"); origin && !request.bucket.empty()) {
     if (auto rules = BucketCors(request.bucket)) {

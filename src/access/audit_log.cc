@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <utility>
@@ -50,33 +51,22 @@ void AppendString(std::string* out, std::string_view s) {
   out->push_back('"');
 }
 
-void AppendNumber(std::string* out, std::string_view name, std::string_view digits) {
-  AppendString(out, name);
-  out->push_back(':');
-  out->append(digits);
+void AppendInt(std::string* out, std::string_view key, int64_t value) {
+  char digits[24];
+  auto end = std::to_chars(digits, digits + sizeof digits, value).ptr;
+  out->append(key);
+  out->append(digits, static_cast<size_t>(end - digits));
 }
 
-// Every field but the hash, in a fixed order, as one JSON object without its closing brace:
-// what the hash covers. Written by hand (not through a JSON library): it runs for every
-// request, and the verifier formats a parsed record the same way.
-std::string BodyPrefix(const AuditRecord& r) {
-  std::string out;
-  out.reserve(400 + r.path.size());
-  out += "{";
-  auto sep = [&] {
-    if (out.size() > 1) out.push_back(',');
-  };
-  auto str = [&](std::string_view name, std::string_view value) {
-    sep();
-    AppendString(&out, name);
-    out.push_back(':');
-    AppendString(&out, value);
-  };
-  auto num = [&](std::string_view name, auto value) {
-    sep();
-    AppendNumber(&out, name, std::to_string(value));
-  };
-  num("seq", r.seq);
+void AppendText(std::string* out, std::string_view key, std::string_view value) {
+  out->append(key);
+  AppendString(out, value);
+}
+
+// Every field but the hash, in a fixed order, as one JSON object without its closing brace,
+// appended to `out`: what the hash covers. Written by hand (not through a JSON library): it
+// runs for every request, and the verifier formats a parsed record the same way.
+void AppendBody(std::string* out, const AuditRecord& r) {
   // One formatting per second (gmtime and strftime cost more than the rest of the line).
   thread_local int64_t cached_second = -1;
   thread_local std::string cached_time;
@@ -85,19 +75,25 @@ std::string BodyPrefix(const AuditRecord& r) {
     cached_time = FormatIso8601(r.time_ns);
     cached_second = second;
   }
-  str("time", cached_time);
-  num("time_ns", r.time_ns);
-  str("principal", r.principal);
-  str("protocol", r.protocol);
-  str("site", r.site);
-  str("operation", r.operation);
-  str("path", r.path);
-  num("status", r.status);
-  num("bytes_in", r.bytes_in);
-  num("bytes_out", r.bytes_out);
-  str("request_id", r.request_id);
-  str("client", r.client);
-  str("prev", r.prev);
+  AppendInt(out, "{\"seq\":", static_cast<int64_t>(r.seq));
+  AppendText(out, ",\"time\":", cached_time);
+  AppendInt(out, ",\"time_ns\":", r.time_ns);
+  AppendText(out, ",\"principal\":", r.principal);
+  AppendText(out, ",\"protocol\":", r.protocol);
+  AppendText(out, ",\"site\":", r.site);
+  AppendText(out, ",\"operation\":", r.operation);
+  AppendText(out, ",\"path\":", r.path);
+  AppendInt(out, ",\"status\":", r.status);
+  AppendInt(out, ",\"bytes_in\":", static_cast<int64_t>(r.bytes_in));
+  AppendInt(out, ",\"bytes_out\":", static_cast<int64_t>(r.bytes_out));
+  AppendText(out, ",\"request_id\":", r.request_id);
+  AppendText(out, ",\"client\":", r.client);
+  AppendText(out, ",\"prev\":", r.prev);
+}
+
+std::string BodyPrefix(const AuditRecord& r) {
+  std::string out;
+  AppendBody(&out, r);
   return out;
 }
 
@@ -335,9 +331,13 @@ Status AuditLog::WriteBatchOnce(std::vector<AuditRecord>& batch) {
   for (AuditRecord& r : batch) {
     r.seq = ++seq;
     r.prev = std::move(hash);
-    const std::string body = BodyPrefix(r);
-    hash = HashOf(r.prev, body);
-    AppendLine(&out, body, hash);
+    // The body goes straight into the batch; the hash follows it there.
+    const size_t start = out.size();
+    AppendBody(&out, r);
+    hash = HashOf(r.prev, std::string_view(out).substr(start));
+    out.append(",\"hash\":\"");
+    out.append(hash);
+    out.append("\"}");
     out.push_back('\n');
   }
   const off_t before = ::lseek(fd_, 0, SEEK_CUR);

@@ -47,7 +47,7 @@ struct AuditRecord {
 };
 
 struct AuditLogOptions {
-  std::chrono::milliseconds sync_interval{100};
+  std::chrono::milliseconds sync_interval{1000};
   Clock* clock = SystemClock::Default();
 };
 

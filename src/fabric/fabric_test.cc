@@ -19,6 +19,16 @@ using namespace test_hub;  // NOLINT(build/namespaces): the helpers of test_hub.
 class FabricTest : public ::testing::TestWithParam<Transport> {
  protected:
   void SetUp() override { ASSERT_TRUE(hub_.volume().Mkdir(ctx_, "/data").ok()); }
+  // A hub user for a spoke in the EU, with read,list on /data/eu/ (made) and nothing else.
+  auth::AccessKey SiteEuKey() {
+    auth::IdentityStore& ids = hub_.identities();
+    EXPECT_TRUE(ids.CreateUser("site-eu", {}).ok());
+    auto key = ids.CreateKey("site-eu");
+    EXPECT_TRUE(key.ok());
+    EXPECT_TRUE(ids.AddRule({"", "user:site-eu", "/data/eu/", auth::kRead | auth::kList}).ok());
+    EXPECT_TRUE(hub_.volume().Mkdir(ctx_, "/data/eu").ok());
+    return key.ok() ? *key : auth::AccessKey{};
+  }
   RequestContext ctx_;
   Hub hub_{milliseconds(2000), GetParam()};
 };
@@ -760,18 +770,13 @@ TEST_P(FabricTest, AMalformedCompressionFlagGetsAPlainAnswer) {
 // Every wire call a spoke can make, hand-made to name a path outside its user's rules: each is
 // refused at the hub (the lists answer with nothing), and nothing at the hub changes.
 TEST_P(FabricTest, EveryWireCallOutsideTheSpokeUsersRulesIsRefused) {
-  auth::IdentityStore& ids = hub_.identities();
-  ASSERT_TRUE(ids.CreateUser("site-eu", {}).ok());
-  auto key = ids.CreateKey("site-eu");
-  ASSERT_TRUE(key.ok());
-  ASSERT_TRUE(ids.AddRule({"", "user:site-eu", "/data/eu/", auth::kRead | auth::kList}).ok());
-  ASSERT_TRUE(hub_.volume().Mkdir(ctx_, "/data/eu").ok());
+  const auth::AccessKey eu = SiteEuKey();
   ASSERT_TRUE(hub_.volume().Mkdir(ctx_, "/data/secrets").ok());
   auto secret = Put(hub_.volume(), "/data/secret", "no");
   ASSERT_TRUE(secret.ok());
   ASSERT_TRUE(hub_.volume().CreateSnapshot(ctx_, "all", "/data").ok());
   const uint64_t changes_before = hub_.volume().ReadChanges(ctx_, 0, 10000)->size();
-  auto client = RawClient(hub_, "eu-1", {"eu"}, {"/data/eu"}, key->access_key_id, key->secret_key);
+  auto client = RawClient(hub_, "eu-1", {"eu"}, {"/data/eu"}, eu.access_key_id, eu.secret_key);
   ASSERT_TRUE(client.ok()) << client.status().ToString();
   auto refused = [](const Status& s) { return s.code() == StatusCode::kPermissionDenied; };
   HubClient& c = **client;
@@ -826,21 +831,17 @@ TEST_P(FabricTest, EveryWireCallOutsideTheSpokeUsersRulesIsRefused) {
 
 TEST_P(FabricTest, SpokesAreAuthorisedAsTheirHubUser) {
   auth::IdentityStore& ids = hub_.identities();
-  ASSERT_TRUE(ids.CreateUser("site-eu", {}).ok());
-  auto key = ids.CreateKey("site-eu");
-  ASSERT_TRUE(key.ok());
-  ASSERT_TRUE(ids.AddRule({"", "user:site-eu", "/data/eu/", auth::kRead | auth::kList}).ok());
-  ASSERT_TRUE(hub_.volume().Mkdir(ctx_, "/data/eu").ok());
+  const auth::AccessKey eu = SiteEuKey();
   ASSERT_TRUE(Put(hub_.volume(), "/data/eu/ok", "fine").ok());
   ASSERT_TRUE(Put(hub_.volume(), "/data/secret", "no").ok());
 
   // Not allowed to extend /data as a whole.
-  auto denied = OpenSpoke(hub_, {"/data"}, nullptr, {}, key->access_key_id, key->secret_key);
+  auto denied = OpenSpoke(hub_, {"/data"}, nullptr, {}, eu.access_key_id, eu.secret_key);
   EXPECT_EQ(denied.status().code(), StatusCode::kPermissionDenied);
-  auto wrong = OpenSpoke(hub_, {"/data/eu"}, nullptr, {}, key->access_key_id, "nope");
+  auto wrong = OpenSpoke(hub_, {"/data/eu"}, nullptr, {}, eu.access_key_id, "nope");
   EXPECT_EQ(wrong.status().code(), StatusCode::kPermissionDenied);
 
-  auto spoke = OpenSpoke(hub_, {"/data/eu:/eu"}, nullptr, {}, key->access_key_id, key->secret_key);
+  auto spoke = OpenSpoke(hub_, {"/data/eu:/eu"}, nullptr, {}, eu.access_key_id, eu.secret_key);
   ASSERT_TRUE(spoke.ok()) << spoke.status().ToString();
   EXPECT_EQ(*Get(**spoke, "/eu/ok"), "fine");
   // Read-only rule: a write is refused at the hub and nothing changes.

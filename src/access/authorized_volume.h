@@ -24,6 +24,7 @@
 //   ReadChanges               every record, those the caller may not see with no paths
 //   MissingChunks             a signed-in user with some rule
 //   Usage, CollectGarbage, Fsck   admin on "/"
+// Root at its own site (no site_tags) passes straight through: every rule allows it.
 // A path in a staging area (/<top>/.weft-uploads/...) with RequestContext::staging_for set is
 // judged by that path instead, which must lie in the same top-level directory: writes need
 // write on it, reads write or list (S3 lists uploads under a prefix it may list).

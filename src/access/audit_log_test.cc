@@ -128,6 +128,24 @@ TEST_F(AuditLogTest, OpenCutsATornTailAndRefusesATamperedEnd) {
   EXPECT_EQ(reopened.status().code(), StatusCode::kCorruption);
 }
 
+// Open reads only the end of the log: a long log, and a last line longer than the first
+// window read, continue the chain all the same.
+TEST_F(AuditLogTest, ALongLogAndALongLastLineContinue) {
+  Write(2000);
+  {
+    auto log = AuditLog::Open(path_);
+    ASSERT_TRUE(log.ok()) << log.status().ToString();
+    AuditRecord huge = Record(1);
+    huge.path = "/b/" + std::string(200 << 10, 'p');
+    ASSERT_TRUE((*log)->Append(huge, true).ok());
+  }
+  Write(3);
+  auto report = VerifyAuditLog(path_);
+  ASSERT_TRUE(report.ok());
+  EXPECT_EQ(report->problem, "");
+  EXPECT_EQ(report->last_seq, 2004u);
+}
+
 TEST_F(AuditLogTest, QueriesFilterAndPage) {
   Write(30);
   auto log = AuditLog::Open(path_);

@@ -104,11 +104,9 @@ Status AuthorizedVolume::CheckResidency(const RequestContext& ctx, const std::st
       if (!known_ok) {
         Result<FileInfo> info = inner_->Stat(system, prefix, view_opts);
         if (!info.ok() || info->type != FileType::kDirectory) break;
-        auto it = info->attributes.find(kResidencyAttribute);
-        if (it != info->attributes.end() &&
-            !SiteMayHold(*ctx.site_tags, SplitSiteTags(it->second))) {
+        if (std::optional<std::string> tags = ResidentElsewhere(ctx, *info)) {
           return PermissionDenied(Reason::kAccessDenied, prefix + " is resident to sites tagged '" +
-                                                             it->second + "'; site '" + ctx.site +
+                                                             *tags + "'; site '" + ctx.site +
                                                              "' is not");
         }
         if (ctx.memo != nullptr) {
@@ -121,6 +119,16 @@ Status AuthorizedVolume::CheckResidency(const RequestContext& ctx, const std::st
     }
   }
   return OkStatus();
+}
+
+std::optional<std::string> AuthorizedVolume::ResidentElsewhere(const RequestContext& ctx,
+                                                               const FileInfo& dir) {
+  if (!ctx.site_tags || dir.type != FileType::kDirectory) return std::nullopt;
+  auto it = dir.attributes.find(kResidencyAttribute);
+  if (it == dir.attributes.end() || SiteMayHold(*ctx.site_tags, SplitSiteTags(it->second))) {
+    return std::nullopt;
+  }
+  return it->second;
 }
 
 std::optional<Status> AuthorizedVolume::StagingDecision(const RequestContext& ctx,

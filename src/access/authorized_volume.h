@@ -83,6 +83,10 @@ class AuthorizedVolume final : public Volume {
   // not. OK for this site's own requests.
   Status CheckResidency(const RequestContext& ctx, const std::string& path,
                         const ReadOptions& opts = {});
+  // The residency tags of directory `dir` when they exclude the request's site (one from
+  // another site, RequestContext::site_tags); nullopt when it may hold the directory.
+  static std::optional<std::string> ResidentElsewhere(const RequestContext& ctx,
+                                                      const FileInfo& dir);
 
   // The few lookups a protocol answers before it knows who asks: an S3 CORS preflight reads
   // the bucket's rules, and S3 says NoSuchBucket rather than AccessDenied for a bucket that

@@ -113,7 +113,6 @@ struct HubService::Call {
   RequestContext ctx{.principal = ""};  // nobody until the token is checked
   json args{};                          // the JSON header (or whole JSON body)
   std::string payload{};                // binary bytes after a framed header
-  std::vector<std::string> tags{};      // the calling spoke's site tags
   json reply = json::object();
   std::optional<std::string> binary_reply{};
   std::string binary_type = "application/octet-stream";
@@ -236,7 +235,6 @@ Status HubService::Dispatch(Call& call) {
                           FindSpoke(call, call.args.at("spoke").get<std::string>()));
     call.ctx.site = spoke.site;
     call.ctx.site_tags = spoke.tags;
-    call.tags = spoke.tags;
     if (call.op == "events") return Events(call);
     if (call.op == "lookup") return Lookup(call);
     if (call.op == "renew") return Renew(call);
@@ -571,13 +569,10 @@ Status HubService::List(Call& call) {
   json entries = json::array();
   bool withheld = false;
   for (const DirEntry& e : page.entries) {
-    if (e.info && e.type == FileType::kDirectory) {
-      auto it = e.info->attributes.find(kResidencyAttribute);
-      // Not even the name of a directory resident elsewhere leaves the hub.
-      if (it != e.info->attributes.end() && !SiteMayHold(call.tags, SplitSiteTags(it->second))) {
-        withheld = true;
-        continue;
-      }
+    // Not even the name of a directory resident elsewhere leaves the hub.
+    if (e.info && access::AuthorizedVolume::ResidentElsewhere(call.ctx, *e.info)) {
+      withheld = true;
+      continue;
     }
     json j = {{"name", e.name}, {"type", int(e.type)}, {"inode", e.inode}};
     if (e.info && with_info) j["info"] = InfoToJson(*e.info);
@@ -610,12 +605,9 @@ Status HubService::Dir(Call& call) {
   if (read) WEFT_RETURN_IF_ERROR(ValidateName(*read));
   std::unique_ptr<FileReader> read_file;  // the reader of `read`, for its inline frames
   auto entry = [&](const std::string& name, const FileInfo& info) -> Result<std::optional<json>> {
-    if (info.type == FileType::kDirectory) {
-      auto it = info.attributes.find(kResidencyAttribute);
-      if (it != info.attributes.end() && !SiteMayHold(call.tags, SplitSiteTags(it->second))) {
-        withheld = true;
-        return std::optional<json>();
-      }
+    if (access::AuthorizedVolume::ResidentElsewhere(call.ctx, info)) {
+      withheld = true;
+      return std::optional<json>();
     }
     json j = {{"name", name}, {"info", InfoToJson(info)}};
     const std::string child = ChildPath(path, name);

@@ -297,18 +297,24 @@ Result<NamespaceTarget> TargetFromQuery(const ApiRequest& r, bool snapshot_allow
   return target;
 }
 
-Result<uint32_t> ParseLimit(const std::optional<std::string>& text) {
-  if (!text) return kDefaultListLimit;
-  uint32_t n = 0;
-  bool ok = !text->empty() && text->size() <= 6;
-  for (char c : *text) {
-    if (c < '0' || c > '9') ok = false;
-    if (ok) n = n * 10 + static_cast<uint32_t>(c - '0');
+// An integer query parameter in [lo, hi], if given.
+Result<std::optional<int64_t>> IntParam(const ApiRequest& r, const char* name, int64_t lo,
+                                        int64_t hi) {
+  std::optional<std::string> text = r.Query(name);
+  if (!text) return std::optional<int64_t>();
+  int64_t n = 0;
+  auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), n);
+  if (ec != std::errc() || end != text->data() + text->size() || n < lo || n > hi) {
+    return InvalidArgument(std::string(name) + " must be an integer from " + std::to_string(lo) +
+                           " to " + std::to_string(hi));
   }
-  if (!ok || n < 1 || n > kMaxListLimit) {
-    return InvalidArgument("limit must be an integer from 1 to " + std::to_string(kMaxListLimit));
-  }
-  return n;
+  return std::optional<int64_t>(n);
+}
+
+// The `limit` query parameter of a listing (1..kMaxListLimit), or the default.
+Result<uint32_t> ParseLimit(const ApiRequest& r) {
+  WEFT_ASSIGN_OR_RETURN(std::optional<int64_t> limit, IntParam(r, "limit", 1, kMaxListLimit));
+  return static_cast<uint32_t>(limit.value_or(kDefaultListLimit));
 }
 
 // ---- Routing ----------------------------------------------------------------------------------
@@ -516,7 +522,7 @@ Result<Reply> ListDirectory(Call& c) {
   ReadDirOptions opts;
   opts.snapshot = c.route.target.snapshot;
   opts.start_after = c.request.Query("start_after").value_or("");
-  WEFT_ASSIGN_OR_RETURN(opts.limit, ParseLimit(c.request.Query("limit")));
+  WEFT_ASSIGN_OR_RETURN(opts.limit, ParseLimit(c.request));
   opts.with_info = true;
   WEFT_ASSIGN_OR_RETURN(ReadDirPage page, c.volume.ReadDir(c.ctx, c.route.target.path, opts));
   json entries = json::array();
@@ -582,20 +588,6 @@ Result<Reply> ListSpokes(Call& c) {
   return Ok({{"spokes", c.spokes()}});
 }
 
-// An integer query parameter in [lo, hi], if given.
-Result<std::optional<int64_t>> IntParam(const ApiRequest& r, const char* name, int64_t lo,
-                                        int64_t hi) {
-  std::optional<std::string> text = r.Query(name);
-  if (!text) return std::optional<int64_t>();
-  int64_t n = 0;
-  auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), n);
-  if (ec != std::errc() || end != text->data() + text->size() || n < lo || n > hi) {
-    return InvalidArgument(std::string(name) + " must be an integer from " + std::to_string(lo) +
-                           " to " + std::to_string(hi));
-  }
-  return std::optional<int64_t>(n);
-}
-
 Result<Reply> SearchAudit(Call& c) {
   if (c.audit == nullptr) {
     return NotFound(Reason::kNoSuchEndpoint, "this server keeps no audit log (--audit-log off)");
@@ -616,7 +608,7 @@ Result<Reply> SearchAudit(Call& c) {
     }
     q.denied = *denied == "true";
   }
-  WEFT_ASSIGN_OR_RETURN(uint32_t limit, ParseLimit(r.Query("limit")));
+  WEFT_ASSIGN_OR_RETURN(uint32_t limit, ParseLimit(r));
   q.limit = limit;
   WEFT_ASSIGN_OR_RETURN(std::vector<access::AuditRecord> found, c.audit->Query(q));
   json records = json::array();

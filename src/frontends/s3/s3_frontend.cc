@@ -535,13 +535,8 @@ Result<std::string_view> S3OperationOf(const net::HttpRequest& http) {
   return route.operation;
 }
 
-Result<FileInfo> S3Frontend::StatBucketUnauthenticated(const std::string& bucket,
-                                                       std::string_view purpose) {
-  return volume_.StatForProtocol("/" + bucket, purpose);
-}
-
 std::optional<CorsRules> S3Frontend::BucketCors(const std::string& bucket) {
-  auto info = StatBucketUnauthenticated(bucket, "s3: the bucket's CORS rules");
+  auto info = volume_.StatForProtocol("/" + bucket, "s3: the bucket's CORS rules");
   if (!info.ok()) return std::nullopt;
   auto it = info->attributes.find(std::string(kAttrCors));
   if (it == info->attributes.end()) return std::nullopt;
@@ -577,7 +572,7 @@ void S3Frontend::Preflight(const S3Request& request, net::ResponseWriter& respon
 }
 
 bool S3Frontend::BucketExists(const std::string& bucket) {
-  auto info = StatBucketUnauthenticated(bucket, "s3: NoSuchBucket rather than AccessDenied");
+  auto info = volume_.StatForProtocol("/" + bucket, "s3: NoSuchBucket rather than AccessDenied");
   return info.ok() ? info->type == FileType::kDirectory
                    : info.status().code() != StatusCode::kNotFound;
 }

@@ -54,9 +54,6 @@ class S3Frontend : public net::HttpHandler {
   // The request behind Handle, which logs it; `principal` is set once known.
   void Serve(const net::HttpRequest& request, net::BodyReader& body, net::ResponseWriter& response,
              const std::string& request_id, std::string* principal);
-  // The bucket directory, looked up before any caller is authorised (a preflight has no
-  // credentials; a refusal must say whether the bucket exists).
-  Result<FileInfo> StatBucketUnauthenticated(const std::string& bucket, std::string_view purpose);
   // The bucket's CORS rules, if it has any (read without credentials: a preflight has none).
   std::optional<CorsRules> BucketCors(const std::string& bucket);
   // Answers a CORS preflight (OPTIONS) from the bucket's rules: 200 with the Access-Control-*
